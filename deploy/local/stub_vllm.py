@@ -1,0 +1,145 @@
+"""A fast fake vLLM for the overhead benchmark and the proxy's own tests.
+
+It answers at once: JSON, or SSE with `chunks` events (default 20). A request can
+steer it through an extra body field (ragtrim forwards unknown fields unchanged):
+
+    "stub": {"delay": s, "chunk_delay": s, "chunks": n, "status": code,
+             "fail_after": n, "model": name}
+
+`fail_after` drops the connection after n SSE events (a mid-stream failure);
+`delay` waits before the response headers. GET /stub/stats reports how many
+requests started, finished, and were aborted by the client (the proxy closing
+its upstream connection); POST /stub/reset clears it.
+
+Run: python deploy/local/stub_vllm.py --port 8199 [--model NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+MODEL = "stub-model"
+
+
+def _completion(model: str, chat: bool) -> dict:
+    choice = (
+        {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
+        if chat
+        else {"index": 0, "text": "hello", "finish_reason": "stop"}
+    )
+    usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+    return {"id": "cmpl-stub", "object": "chat.completion", "model": model,
+            "choices": [choice], "usage": usage}  # fmt: skip
+
+
+def _event(model: str, chat: bool, i: int) -> bytes:
+    delta = {"delta": {"content": f"t{i} "}} if chat else {"text": f"t{i} "}
+    data = {"id": "cmpl-stub", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, **delta, "finish_reason": None}]}  # fmt: skip
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+class StubVllm:
+    def __init__(self, model: str = MODEL):
+        self.model = model
+        self.stats = {"started": 0, "finished": 0, "aborted": 0}
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        path = scope["path"]
+        if path in ("/v1/chat/completions", "/v1/completions"):
+            await self._complete(json.loads(body or b"{}"), path.endswith("chat/completions"),
+                                 receive, send)  # fmt: skip
+        elif path == "/v1/models":
+            await _json(send, 200, {"object": "list", "data": [{"id": self.model,
+                                                                  "object": "model"}]})  # fmt: skip
+        elif path == "/stub/stats":
+            await _json(send, 200, self.stats)
+        elif path == "/stub/reset":
+            self.stats.update(started=0, finished=0, aborted=0)
+            await _json(send, 200, self.stats)
+        elif path in ("/health", "/tokenize"):
+            await _json(send, 200, {"tokens": [1, 2, 3], "count": 3} if path == "/tokenize" else {})
+        else:
+            await _json(send, 404, {"error": {"message": "not found", "type": "NotFound"}})
+
+    async def _complete(self, req: dict, chat: bool, receive, send) -> None:
+        opts = req.get("stub") or {}
+        self.stats["started"] += 1
+        watcher = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.sleep(opts.get("delay", 0))
+            if watcher.done():
+                raise ConnectionResetError
+            if opts.get("status", 200) != 200:
+                await _json(send, opts["status"], {"error": {"message": "stub error",
+                                                             "type": "BadRequestError"}})  # fmt: skip
+            elif req.get("stream"):
+                await self._stream(req, chat, opts, send, watcher)
+            else:
+                await _json(send, 200, _completion(opts.get("model", self.model), chat))
+            self.stats["finished"] += 1
+        except (ConnectionResetError, OSError):
+            self.stats["aborted"] += 1
+        finally:
+            watcher.cancel()
+
+    async def _stream(self, req, chat, opts, send, watcher) -> None:
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for i in range(opts.get("chunks", 20)):
+            if i == opts.get("fail_after", -1):
+                raise _Drop()
+            if opts.get("chunk_delay"):
+                await asyncio.sleep(opts["chunk_delay"])
+            if watcher.done():
+                raise ConnectionResetError
+            await send({"type": "http.response.body", "body": _event(self.model, chat, i),
+                        "more_body": True})  # fmt: skip
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+class _Drop(Exception):
+    """Raised inside the ASGI app mid-response: uvicorn then drops the connection."""
+
+
+async def _disconnected(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _json(send, status: int, payload: dict) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def main(argv: list[str] | None = None) -> int:
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8199)
+    parser.add_argument("--model", default=MODEL)
+    args = parser.parse_args(argv)
+    uvicorn.run(StubVllm(args.model), host=args.host, port=args.port, log_level="warning",
+                access_log=False, loop="uvloop", http="httptools")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""ragtrim's errors, and the one place they are rendered.
+
+    ProxyError                    any error ragtrim itself raises (OpenAI envelope)
+    ├── InvalidRequest      400   malformed JSON, wrong types, bad header values
+    ├── NotFound            404   unknown model or route
+    ├── PayloadTooLarge     413   body above max_body_bytes
+    ├── Overloaded          429   admission refused
+    └── UpstreamError             the backend side failed
+        ├── UpstreamUnavailable   502   connection refused/reset, backend 5xx before any byte
+        ├── NoHealthyBackend      503   no backend is healthy / serves the model
+        └── UpstreamTimeout       504   connect, first-byte, idle or total timeout
+
+httpx exceptions never leak: `map_upstream_errors()` turns them into this tree.
+Upstream 4xx responses are not errors here: they are forwarded unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+
+class ProxyError(Exception):
+    status = 500
+    type = "internal_error"
+    code: str | None = None
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+    def envelope(self) -> dict:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def body(self) -> bytes:
+        return json.dumps(self.envelope()).encode()
+
+    def sse_event(self) -> bytes:
+        """The error as a final SSE event (the OpenAI SDK raises on `error`)."""
+        return b"data: " + self.body() + b"\n\n"
+
+
+class InvalidRequest(ProxyError):
+    status, type, code = 400, "invalid_request_error", "invalid_request"
+
+
+class NotFound(ProxyError):
+    status, type, code = 404, "invalid_request_error", "model_not_found"
+
+
+class PayloadTooLarge(ProxyError):
+    status, type, code = 413, "invalid_request_error", "payload_too_large"
+
+
+class Overloaded(ProxyError):
+    status, type, code = 429, "rate_limit_error", "overloaded"
+
+
+class UpstreamError(ProxyError):
+    status, type, code = 502, "upstream_error", "upstream_error"
+    kind = "error"
+
+
+class UpstreamUnavailable(UpstreamError):
+    status, code, kind = 502, "upstream_unavailable", "unavailable"
+
+
+class NoHealthyBackend(UpstreamError):
+    status, code, kind = 503, "no_healthy_backend", "no_backend"
+
+
+class UpstreamTimeout(UpstreamError):
+    status, code, kind = 504, "upstream_timeout", "timeout"
+
+
+@contextmanager
+def map_upstream_errors(backend: str, phase: str) -> Iterator[None]:
+    """Translate httpx/asyncio failures while talking to `backend` into our tree."""
+    try:
+        yield
+    except (httpx.TimeoutException, TimeoutError) as exc:
+        raise UpstreamTimeout(f"backend {backend} timed out ({phase})") from exc
+    except httpx.HTTPError as exc:
+        raise UpstreamUnavailable(
+            f"backend {backend} failed ({phase}): {type(exc).__name__}"
+        ) from exc

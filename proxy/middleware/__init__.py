@@ -1,0 +1,1 @@
+"""Pure-ASGI middleware (no BaseHTTPMiddleware: it buffers and breaks disconnects)."""

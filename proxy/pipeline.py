@@ -1,0 +1,45 @@
+"""The request pipeline: stages run in the order of one list (see app.py).
+
+A stage is `async __call__(ctx) -> None` with a `name`. A stage may reject bad
+input by raising a ProxyError (a 4xx); any other failure fails open: it is
+logged and counted, and the request goes on with what the previous stages left.
+Stages therefore change `ctx` only once their work has succeeded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from proxy.context import RequestContext
+from proxy.errors import ProxyError
+from proxy.metrics import Metrics
+
+log = logging.getLogger("ragtrim.pipeline")
+
+
+class Stage(Protocol):
+    name: str
+
+    async def __call__(self, ctx: RequestContext) -> None: ...
+
+
+class Pipeline:
+    def __init__(self, stages: Sequence[Stage], metrics: Metrics):
+        self.stages = list(stages)
+        self.metrics = metrics
+
+    async def run(self, ctx: RequestContext) -> None:
+        for stage in self.stages:
+            start = time.perf_counter()
+            try:
+                await stage(ctx)
+            except ProxyError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - fail open, by design
+                log.warning("stage %s failed open: %r", stage.name, exc, exc_info=True)
+                self.metrics.stage_failures.labels(stage.name).inc()
+                ctx.trace.append(f"{stage.name}: failed open ({type(exc).__name__})")
+            ctx.timings_ms[stage.name] = (time.perf_counter() - start) * 1000

@@ -1,0 +1,60 @@
+"""HTTP routes. Handlers are closures over the components create_app built —
+nothing is looked up on app.state."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from proxy.forward import Forwarder
+from proxy.metrics import Metrics
+from proxy.passthrough import PassThrough
+from proxy.routing.endpoint import EndpointPool
+
+PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def build_router(
+    forwarder: Forwarder, passthrough: PassThrough, pool: EndpointPool, metrics: Metrics
+) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        return await forwarder.handle(request, "chat")
+
+    @router.post("/v1/completions")
+    async def completions(request: Request):
+        return await forwarder.handle(request, "completions")
+
+    @router.get("/v1/models")
+    async def models() -> JSONResponse:
+        return JSONResponse({"object": "list", "data": pool.model_cards()})
+
+    @router.get("/healthz")
+    async def healthz() -> JSONResponse:
+        return JSONResponse({"status": "alive"})
+
+    @router.get("/readyz")
+    async def readyz() -> JSONResponse:
+        healthy = [ep.url for ep in pool.healthy()]
+        return JSONResponse({"ready": bool(healthy), "healthy": healthy}, 200 if healthy else 503)
+
+    @router.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    @router.api_route("/v1/{rest:path}", methods=PASS_METHODS)
+    async def v1_passthrough(request: Request, rest: str):
+        return await passthrough.handle(request)
+
+    @router.post("/tokenize")
+    async def tokenize(request: Request):
+        return await passthrough.handle(request)
+
+    @router.post("/detokenize")
+    async def detokenize(request: Request):
+        return await passthrough.handle(request)
+
+    return router

@@ -1,0 +1,1 @@
+"""Backend choice: endpoints, health, and the router (filters → scorers → picker)."""

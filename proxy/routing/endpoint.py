@@ -1,0 +1,46 @@
+"""A backend (one vLLM server) and the pool of them. State is per app, never global."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class Endpoint:
+    url: str
+    healthy: bool = False
+    models: frozenset[str] = frozenset()
+    model_cards: tuple[dict[str, Any], ...] = ()
+    in_flight: int = 0
+    last_error: str = ""
+    checked: bool = False
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.url}, healthy={self.healthy}, in_flight={self.in_flight})"
+
+
+@dataclass
+class EndpointPool:
+    endpoints: list[Endpoint] = field(default_factory=list)
+
+    @classmethod
+    def from_urls(cls, urls: list[str]) -> EndpointPool:
+        return cls([Endpoint(url) for url in urls])
+
+    def healthy(self) -> list[Endpoint]:
+        return [ep for ep in self.endpoints if ep.healthy]
+
+    def known_models(self) -> set[str]:
+        return {m for ep in self.healthy() for m in ep.models}
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        """Model cards merged across healthy backends, first backend wins per id."""
+        seen: dict[str, dict[str, Any]] = {}
+        for ep in self.healthy():
+            for card in ep.model_cards:
+                seen.setdefault(card.get("id", ""), card)
+        return list(seen.values())

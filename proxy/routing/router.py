@@ -1,0 +1,74 @@
+"""Router: filters narrow the candidates, weighted scorers (each 0..1) rank them,
+the picker orders the result. The ranking is also the failover order.
+
+    filters  -> [Endpoint]                (healthy, serves the model, ...)
+    scorers  -> {Endpoint: 0..1} × weight (round-robin, prefix affinity, load, ...)
+    picker   -> ordered [Endpoint]        (highest total first; ties by URL)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from proxy.context import RequestContext
+from proxy.errors import NoHealthyBackend, NotFound
+from proxy.routing.endpoint import Endpoint, EndpointPool
+
+
+class Scorer(Protocol):
+    name: str
+
+    def score(
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint]
+    ) -> dict[Endpoint, float]: ...
+
+
+class Picker(Protocol):
+    def order(
+        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+    ) -> list[Endpoint]: ...
+
+
+@dataclass
+class Weighted:
+    scorer: Scorer
+    weight: float
+
+
+class HighestScore:
+    """Highest weighted total first; ties broken by URL so every replica agrees."""
+
+    def order(
+        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+    ) -> list[Endpoint]:
+        return sorted(endpoints, key=lambda ep: (-totals[ep], ep.url))
+
+
+def healthy_serving_model(pool: EndpointPool, model: str | None) -> list[Endpoint]:
+    """The candidates: healthy, and serving `model` when one is asked for."""
+    healthy = pool.healthy()
+    if not healthy:
+        raise NoHealthyBackend("no healthy backend")
+    if model is None:
+        return healthy
+    serving = [ep for ep in healthy if model in ep.models]
+    if not serving:
+        raise NotFound(f"The model `{model}` does not exist.", param="model")
+    return serving
+
+
+class Router:
+    def __init__(self, scorers: Sequence[Weighted], picker: Picker | None = None):
+        self.scorers = list(scorers)
+        self.picker = picker or HighestScore()
+
+    def rank(self, ctx: RequestContext, candidates: Sequence[Endpoint]) -> list[Endpoint]:
+        totals = dict.fromkeys(candidates, 0.0)
+        for item in self.scorers:
+            for ep, value in item.scorer.score(ctx, candidates).items():
+                totals[ep] += item.weight * min(1.0, max(0.0, value))
+        ranked = self.picker.order(ctx, totals, candidates)
+        ctx.decisions["route"] = [ep.url for ep in ranked]
+        return ranked
