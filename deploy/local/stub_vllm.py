@@ -4,7 +4,9 @@ It answers at once: JSON, or SSE with `chunks` events (default 20). A request ca
 steer it through an extra body field (ragtrim forwards unknown fields unchanged):
 
     "stub": {"delay": s, "chunk_delay": s, "chunks": n, "status": code,
-             "fail_after": n, "model": name}
+             "fail_after": n, "model": name, "echo": true}
+
+`echo` returns the request body it received under "echo" (non-streaming).
 
 `fail_after` drops the connection after n SSE events (a mid-stream failure);
 `delay` waits before the response headers. GET /stub/stats reports how many
@@ -85,12 +87,15 @@ class StubVllm:
             if watcher.done():
                 raise ConnectionResetError
             if opts.get("status", 200) != 200:
-                await _json(send, opts["status"], {"error": {"message": "stub error",
-                                                             "type": "BadRequestError"}})  # fmt: skip
+                error = {"message": "stub error", "type": "BadRequestError"}
+                await _json(send, opts["status"], {"error": error})
             elif req.get("stream"):
                 await self._stream(req, chat, opts, send, watcher)
             else:
-                await _json(send, 200, _completion(opts.get("model", self.model), chat))
+                payload = _completion(opts.get("model", self.model), chat)
+                if opts.get("echo"):
+                    payload["echo"] = req
+                await _json(send, 200, payload)
             self.stats["finished"] += 1
         except (ConnectionResetError, OSError):
             self.stats["aborted"] += 1
