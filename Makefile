@@ -1,0 +1,56 @@
+# ragtrim — the two commands: `make run` and `make test` (see README).
+SHELL := /bin/bash
+PY       := .venv/bin/python
+VLLM_PY  := .venv-vllm/bin/python
+MODELS   := .models
+PORT     ?= 8080
+VLLM_PORT ?= 8000
+RUN_DIR  := .run
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
+
+.PHONY: setup setup-ragtrim setup-vllm models run stop test test-unit test-integration lint format bench help
+
+help:
+	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
+	@echo "make test   set up everything, run ruff + unit + integration tests"
+	@echo "make test-unit | test-integration | lint | format | bench | setup | stop"
+
+setup: setup-ragtrim setup-vllm models
+
+setup-ragtrim:
+	@deploy/local/setup_ragtrim.sh .venv
+
+setup-vllm:
+	@deploy/local/setup_vllm.sh .venv-vllm
+
+models: setup-ragtrim
+	@$(PY) deploy/local/build_tiny_llama.py --out $(MODELS)/tiny-llama
+	@$(PY) deploy/local/build_smollm2.py --out $(MODELS)/smollm2-135m-instruct
+
+lint:
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format:
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+test-unit: setup-ragtrim
+	$(PY) -m pytest -q tests/unit -m "not slow"
+
+test-integration: setup
+	$(PY) -m pytest -q tests/integration
+
+test: setup lint
+	$(PY) -m pytest -q tests
+
+run: setup
+	@deploy/local/run.sh $(PORT) $(VLLM_PORT)
+
+stop:
+	-@$(PY) deploy/local/vllm_server.py stop --pid-file $(RUN_DIR)/vllm.pid
+
+bench: setup
+	$(PY) -m bench.overhead
