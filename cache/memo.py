@@ -1,0 +1,58 @@
+"""Per-document memo of compression results, in any KVStore.
+
+The key covers the compressor's fingerprint (name, version, settings), the document
+and — for question-aware compressors only — the question. A question-agnostic
+compressor (LLMLingua-2) therefore hits across requests and across replicas.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cache.keys import memo_key
+from cache.store import KVStore
+
+
+@dataclass(frozen=True)
+class MemoEntry:
+    text: str
+    tokens_before: int
+    tokens_after: int
+
+
+class ChunkMemo:
+    def __init__(self, store: KVStore, ttl: float | None = 7 * 24 * 3600):
+        self.store = store
+        self.ttl = ttl
+
+    @staticmethod
+    def keys(fingerprint: str, documents: Sequence[str], question: str | None) -> list[str]:
+        return [memo_key(fingerprint, doc, question) for doc in documents]
+
+    async def lookup(
+        self, fingerprint: str, documents: Sequence[str], question: str | None
+    ) -> list[MemoEntry | None]:
+        raw = await self.store.get_many(self.keys(fingerprint, documents, question))
+        return [_decode(value) for value in raw]
+
+    async def remember(
+        self,
+        fingerprint: str,
+        documents: Sequence[str],
+        question: str | None,
+        entries: Sequence[MemoEntry],
+    ) -> None:
+        keys = self.keys(fingerprint, documents, question)
+        items = {k: json.dumps(e.__dict__).encode() for k, e in zip(keys, entries, strict=True)}
+        await self.store.set_many(items, self.ttl)
+
+
+def _decode(value: bytes | None) -> MemoEntry | None:
+    if value is None:
+        return None
+    try:
+        return MemoEntry(**json.loads(value))
+    except (ValueError, TypeError):
+        return None  # a corrupt entry is a miss

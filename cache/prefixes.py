@@ -1,0 +1,47 @@
+"""The prefix registry: what ragtrim knows about each static prefix, in a KVStore
+(Redis when configured, so every replica sees the same picture).
+
+    prefix:{key}        hash: first_seen, model, replica, requests, prompt_tokens,
+                        cached_tokens, static_tokens
+    prefix:hot          sorted set: requests per prefix key (warm-up picks the top N)
+    prefix:replay:{key} the static part of a request, replayed to warm a replica
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from cache.store import KVStore
+
+HOT = "prefix:hot"
+
+
+class PrefixRegistry:
+    def __init__(self, store: KVStore, replay_ttl: float = 24 * 3600):
+        self.store = store
+        self.replay_ttl = replay_ttl
+
+    async def record(
+        self, key: str, *, model: str, replica: str, prompt_tokens: int, cached_tokens: int
+    ) -> None:
+        await self.store.hsetnx(f"prefix:{key}", "first_seen", f"{time.time():.3f}")
+        await self.store.hsetnx(f"prefix:{key}", "model", model)
+        await self.store.hincr(
+            f"prefix:{key}",
+            {"requests": 1, "prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens},
+        )
+        await self.store.zincr(HOT, key)
+
+    async def stats(self, key: str) -> dict[str, str]:
+        return await self.store.hgetall(f"prefix:{key}")
+
+    async def remember_replay(self, key: str, body: dict[str, Any]) -> None:
+        await self.store.set(f"prefix:replay:{key}", json.dumps(body).encode(), self.replay_ttl)
+
+    async def hot(self, n: int) -> list[tuple[str, dict[str, Any]]]:
+        """The n most requested prefixes that still have a replay body."""
+        keys = await self.store.ztop(HOT, n)
+        bodies = await self.store.get_many([f"prefix:replay:{k}" for k in keys])
+        return [(k, json.loads(b)) for k, b in zip(keys, bodies, strict=True) if b]
