@@ -1,12 +1,12 @@
-"""create_app: builds every component from settings and wires them together.
+"""create_app: the HTTP face of one ragtrim instance.
 
-The order of the request pipeline and of the middleware stack is written here,
-in one place. Tests inject `transport` (httpx) and `store`.
+Components (and the pipeline's stage order) are built in proxy/components.py; the
+middleware stack and the routes are assembled here. Tests inject `transport`
+(httpx), `store` and `compressor`.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,22 +17,14 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
+from cache.store import KVStore
+from compressors.base import Compressor
+from proxy.components import build
 from proxy.errors import InvalidRequest, NotFound, ProxyError
-from proxy.forward import Forwarder
-from proxy.metrics import Metrics
 from proxy.middleware.metrics import MetricsMiddleware
-from proxy.passthrough import PassThrough
-from proxy.pipeline import Pipeline
 from proxy.relay import ClientDisconnected
 from proxy.routes import build_router
-from proxy.routing.endpoint import EndpointPool
-from proxy.routing.health import HealthChecker
-from proxy.routing.router import Router, Weighted
-from proxy.routing.scorers import RoundRobin
 from proxy.settings import Settings
-from proxy.upstream import Upstream, make_client
-
-log = logging.getLogger("ragtrim")
 
 
 def _error_response(exc: ProxyError) -> Response:
@@ -59,31 +51,27 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ClientDisconnected, disconnected)
 
 
-def create_app(settings: Settings, *, transport: httpx.AsyncBaseTransport | None = None) -> FastAPI:
-    metrics = Metrics()
-    pool = EndpointPool.from_urls(settings.backends)
-    client = make_client(settings.timeouts, transport)
-    upstream = Upstream(client, settings.timeouts)
-    health = HealthChecker(pool, client, settings.health)
-    router = Router([Weighted(RoundRobin(), 1.0)])
-    stages: list = []  # pipeline order, first to last
-    pipeline = Pipeline(stages, metrics)
-    forwarder = Forwarder(pool, router, upstream, pipeline, metrics, settings.max_body_bytes)
-    passthrough = PassThrough(pool, router, upstream, settings.max_body_bytes)
+def create_app(
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    store: KVStore | None = None,
+    compressor: Compressor | None = None,
+) -> FastAPI:
+    parts = build(settings, transport=transport, store=store, compressor=compressor)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await health.start()
+        await parts.start()
         try:
             yield
         finally:
-            await health.stop()
-            await client.aclose()
+            await parts.stop()
 
-    middleware = [Middleware(MetricsMiddleware, metrics=metrics)]  # outermost first
+    middleware = [Middleware(MetricsMiddleware, metrics=parts.metrics)]  # outermost first
     app = FastAPI(
         title="ragtrim", lifespan=lifespan, middleware=middleware, docs_url=None, redoc_url=None
     )
     _install_error_handlers(app)
-    app.include_router(build_router(forwarder, passthrough, pool, metrics))
+    app.include_router(build_router(parts))
     return app

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import yaml
 from pydantic import BaseModel
 
 from proxy.settings import Settings, load_settings
@@ -59,6 +60,8 @@ def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
     for key, value in vars(args).items():
         if value is None or key in ("command", "config"):
             continue
+        if isinstance(value, str) and value[:1] in "{[":
+            value = yaml.safe_load(value)  # dict and list options take JSON/YAML
         node = out
         *parents, leaf = key.split("::")
         for part in parents:

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from compressors.segments import Segmentation
+
 
 @dataclass
 class RequestContext:
@@ -19,6 +21,8 @@ class RequestContext:
     started: float = field(default_factory=time.perf_counter)
     modified: bool = False
     prefix_key: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # the body's `ragtrim` field
+    segmentation: Segmentation | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     decisions: dict[str, Any] = field(default_factory=dict)
     response_headers: dict[str, str] = field(default_factory=dict)

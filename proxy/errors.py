@@ -2,6 +2,7 @@
 
     ProxyError                    any error ragtrim itself raises (OpenAI envelope)
     ├── InvalidRequest      400   malformed JSON, wrong types, bad header values
+    ├── Unauthorized        401   unknown API key (when tenancy is configured)
     ├── NotFound            404   unknown model or route
     ├── PayloadTooLarge     413   body above max_body_bytes
     ├── Overloaded          429   admission refused
@@ -55,6 +56,10 @@ class ProxyError(Exception):
 
 class InvalidRequest(ProxyError):
     status, type, code = 400, "invalid_request_error", "invalid_request"
+
+
+class Unauthorized(ProxyError):
+    status, type, code = 401, "authentication_error", "invalid_api_key"
 
 
 class NotFound(ProxyError):

@@ -1,9 +1,8 @@
-"""Forwarding one OpenAI request: read, parse, run the pipeline, pick backends,
-open upstream (failover before the first byte), relay the answer."""
+"""Forwarding one OpenAI request: read, parse, run the pipeline, rank backends,
+open upstream (failover before the first byte), relay the answer, feed back usage."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ from starlette.responses import Response
 
 from proxy.context import RequestContext
 from proxy.errors import PayloadTooLarge, UpstreamError
+from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline
 from proxy.protocol import parse_body
@@ -19,6 +19,7 @@ from proxy.relay import ClientDisconnected, RelayResponse, race_disconnect
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router, healthy_serving_model
 from proxy.upstream import Opened, Upstream, forwardable, response_headers
+from proxy.usage import UsageTap, cached_tokens, usage_from_json
 
 UPSTREAM_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
@@ -36,6 +37,15 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def ask_for_usage(ctx: RequestContext) -> bool:
+    """Make a streamed request report usage; True when the client had not asked."""
+    options = ctx.body.get("stream_options") or {}
+    if not ctx.stream or options.get("include_usage"):
+        return False
+    ctx.set_body_field("stream_options", {**options, "include_usage": True})
+    return True
+
+
 @dataclass
 class Forwarder:
     pool: EndpointPool
@@ -43,6 +53,7 @@ class Forwarder:
     upstream: Upstream
     pipeline: Pipeline
     metrics: Metrics
+    feedback: Feedback
     max_body_bytes: int
 
     async def handle(self, request: Request, route: str) -> Response | RelayResponse:
@@ -52,17 +63,17 @@ class Forwarder:
         ctx = RequestContext(request_id, route, raw, body, dict(request.headers))
         await self.pipeline.run(ctx)
         ranked = self.router.rank(ctx, healthy_serving_model(self.pool, ctx.model))
-        headers = forwardable(request.headers)
-        opened = await self._open(request, ctx, ranked, headers)
-        return await self._respond(request, ctx, opened)
+        strip_usage = ask_for_usage(ctx)
+        opened = await self._open(request, ctx, ranked, forwardable(request.headers))
+        if response_is_sse(opened):
+            return self._stream(ctx, opened, UsageTap(strip_usage))
+        return await self._whole(request, ctx, opened)
 
     async def _open(self, request, ctx, ranked, headers) -> Opened:
+        path, body = UPSTREAM_PATHS[ctx.route], ctx.upstream_body()
         try:
             opened = await race_disconnect(
-                request.receive,
-                self.upstream.open_first(
-                    ranked, "POST", UPSTREAM_PATHS[ctx.route], ctx.upstream_body(), headers
-                ),
+                request.receive, self.upstream.open_first(ranked, "POST", path, body, headers)
             )
         except ClientDisconnected:
             self.metrics.client_disconnects.labels("before_first_byte").inc()
@@ -82,17 +93,20 @@ class Forwarder:
         out.extend(ctx.response_headers.items())
         return out
 
-    async def _respond(self, request: Request, ctx: RequestContext, opened: Opened):
-        response = opened.response
-        sse = response.headers.get("content-type", "").startswith("text/event-stream")
-        if sse:
-            return RelayResponse(
-                response.status_code,
-                self._headers(ctx, opened),
-                self._timed_chunks(opened),
-                lambda error: self._close(opened, error),
-                sse=True,
-            )
+    def _stream(self, ctx: RequestContext, opened: Opened, tap: UsageTap) -> RelayResponse:
+        async def on_close(error: BaseException | None) -> None:
+            await self._close(opened, error)
+            ttft = tap.first_chunk_at
+            ttft_ms = (ttft - opened.sent_at) * 1000 if ttft and error is None else None
+            if ttft_ms is not None:
+                self.metrics.upstream_ttft.labels(opened.endpoint.url).observe(ttft_ms / 1000)
+            self.feedback.observe(ctx, opened.endpoint.url, tap.usage, ttft_ms)
+
+        status = opened.response.status_code
+        return RelayResponse(status, self._headers(ctx, opened), self.upstream.chunks(opened),
+                             on_close, sse=True, chunk_filter=tap)  # fmt: skip
+
+    async def _whole(self, request: Request, ctx: RequestContext, opened: Opened) -> Response:
         try:
             content = await race_disconnect(request.receive, self._read_all(opened))
         except ClientDisconnected:
@@ -100,20 +114,16 @@ class Forwarder:
             raise
         finally:
             await self._close(opened, None)
-        return Response(content, response.status_code, headers=dict(self._headers(ctx, opened)))
+        headers = self._headers(ctx, opened)
+        if opened.response.status_code == 200:
+            usage = usage_from_json(content)
+            if usage is not None:
+                headers.append(("x-ragtrim-cached-tokens", str(cached_tokens(usage))))
+            self.feedback.observe(ctx, opened.endpoint.url, usage, None)
+        return Response(content, opened.response.status_code, headers=dict(headers))
 
     async def _read_all(self, opened: Opened) -> bytes:
-        return b"".join([chunk async for chunk in self._timed_chunks(opened)])
-
-    async def _timed_chunks(self, opened: Opened):
-        first = True
-        async for chunk in self.upstream.chunks(opened):
-            if first:
-                first = False
-                self.metrics.upstream_ttft.labels(opened.endpoint.url).observe(
-                    time.perf_counter() - opened.sent_at
-                )
-            yield chunk
+        return b"".join([chunk async for chunk in self.upstream.chunks(opened)])
 
     async def _close(self, opened: Opened, error: BaseException | None) -> None:
         opened.endpoint.in_flight -= 1
@@ -122,3 +132,7 @@ class Forwarder:
         elif isinstance(error, UpstreamError):
             self.metrics.upstream_errors.labels(opened.endpoint.url, error.kind).inc()
         await opened.response.aclose()
+
+
+def response_is_sse(opened: Opened) -> bool:
+    return opened.response.headers.get("content-type", "").startswith("text/event-stream")

@@ -39,5 +39,46 @@ class Metrics:
             "ragtrim_stage_failures", "Pipeline stages that failed open", ["stage"], registry=r
         )
 
+        self.compress_decisions = Counter(
+            "ragtrim_compress_decisions", "Cost-gate decisions", ["action"], registry=r
+        )
+        self.compress_failures = Counter(
+            "ragtrim_compress_failures", "Compressions that failed open", ["reason"], registry=r
+        )
+        self.compress_tokens = Counter(
+            "ragtrim_compress_tokens", "Context tokens before/after compression", ["stage"],
+            registry=r,
+        )  # fmt: skip
+        self.compress_seconds = Histogram(
+            "ragtrim_compress_seconds", "Compression time per request", buckets=LATENCY_BUCKETS,
+            registry=r,
+        )  # fmt: skip
+        self.memo_lookups = Counter(
+            "ragtrim_memo_lookups", "Chunk memo lookups by result", ["result"], registry=r
+        )
+        self.store_errors = Counter(
+            "ragtrim_store_errors", "Shared store failures (read as misses)", ["op"], registry=r
+        )
+
+        self.canonical_rewrites = Counter(
+            "ragtrim_canonical_rewrites", "Requests whose static prefix was rewritten",
+            registry=r,
+        )  # fmt: skip
+        self.prompt_tokens = Counter(
+            "ragtrim_prompt_tokens", "Prompt tokens vLLM reported", ["backend"], registry=r
+        )
+        self.cached_tokens = Counter(
+            "ragtrim_cached_tokens", "Prompt tokens vLLM served from its prefix cache",
+            ["backend"], registry=r,
+        )  # fmt: skip
+        self.prefix_hit_ratio = Gauge(
+            "ragtrim_prefix_hit_ratio", "cached / prompt tokens since start", ["backend"],
+            registry=r,
+        )  # fmt: skip
+        self.warmup_replays = Counter(
+            "ragtrim_warmup_replays", "Hot prefixes replayed to a replica", ["result"],
+            registry=r,
+        )  # fmt: skip
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

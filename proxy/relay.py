@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -22,7 +22,14 @@ from starlette.types import Receive, Scope, Send
 from proxy.errors import ProxyError, UpstreamError
 
 T = TypeVar("T")
-ChunkFilter = Callable[[bytes], bytes]
+
+
+class ChunkFilter(Protocol):
+    """Sees every chunk on its way out; may hold back a partial event until flush()."""
+
+    def __call__(self, chunk: bytes) -> bytes: ...
+
+    def flush(self) -> bytes: ...
 
 
 class ClientDisconnected(Exception):
@@ -106,7 +113,8 @@ class RelayResponse(Response):
                 )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             raise
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        tail = self.chunk_filter.flush() if self.chunk_filter is not None else b""
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
 async def send_error(send: Send, exc: ProxyError, extra: dict[str, Any] | None = None) -> None:

@@ -7,18 +7,19 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from proxy.forward import Forwarder
-from proxy.metrics import Metrics
-from proxy.passthrough import PassThrough
-from proxy.routing.endpoint import EndpointPool
+from proxy.components import Components
 
 PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
 
-def build_router(
-    forwarder: Forwarder, passthrough: PassThrough, pool: EndpointPool, metrics: Metrics
-) -> APIRouter:
+def build_router(parts: Components) -> APIRouter:
     router = APIRouter()
+    forwarder, passthrough, pool, metrics = (
+        parts.forwarder,
+        parts.passthrough,
+        parts.pool,
+        parts.metrics,
+    )
 
     @router.post("/v1/chat/completions")
     async def chat_completions(request: Request):

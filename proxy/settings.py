@@ -29,6 +29,84 @@ class HealthSettings(BaseModel):
     timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
 
 
+class CompressionSettings(BaseModel):
+    enabled: bool = Field(True, description="Find and compress retrieved context.")
+    compressor: str = Field(
+        "extractive",
+        description="identity | extractive | llmlingua2 | longllmlingua (extractive runs "
+        "offline with all-MiniLM-L6-v2).",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Constructor options of the compressor (JSON/YAML)."
+    )
+    rate: float = Field(0.5, gt=0, le=1, description="Share of context tokens kept by default.")
+    policy: Literal["auto", "always", "never"] = Field(
+        "auto", description="auto: compress only when predicted to lower TTFT."
+    )
+    min_context_tokens: int = Field(
+        200, ge=0, description="Contexts shorter than this are never compressed."
+    )
+    max_added_ms: float = Field(
+        250.0, ge=0, description="Most compression time the cost gate may add to a request."
+    )
+    timeout: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
+    workers: int = Field(1, ge=1, description="Compression worker threads.")
+    tokenizer: str = Field(
+        "",
+        description="Tokenizer dir of the target model for token counts; empty = the "
+        "backend model's own dir when local, else an approximation.",
+    )
+    patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes with a named group `context` (and optional `question`).",
+    )
+    memo_ttl: float = Field(7 * 24 * 3600, gt=0, description="Seconds a compressed chunk is kept.")
+
+
+class CanonicalSettings(BaseModel):
+    normalize_newlines: bool = Field(True, description="CRLF/CR to LF in the static prefix.")
+    strip_trailing_whitespace: bool = Field(
+        True, description="Strip trailing spaces per line in the static prefix."
+    )
+    sort_tools: bool = Field(True, description="Serialise tool definitions deterministically.")
+    move_volatile: bool = Field(
+        False, description="Move dates, times and UUIDs out of the static prefix (opt-in)."
+    )
+    extra_volatile: list[str] = Field(
+        default_factory=list, description="More regexes of volatile text to move."
+    )
+
+
+class RoutingSettings(BaseModel):
+    policy: Literal["affinity", "roundrobin"] = Field(
+        "affinity", description="affinity: rendezvous hash on the static prefix + load."
+    )
+    affinity_weight: float = Field(1.0, ge=0, description="Weight of the prefix-affinity score.")
+    load_weight: float = Field(0.3, ge=0, description="Weight of the least-loaded score.")
+    epsilon: float = Field(
+        0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
+    )
+
+
+class TenancySettings(BaseModel):
+    api_keys: dict[str, str] = Field(
+        default_factory=dict, description="API key → tenant. When set, other keys get 401."
+    )
+    default_tenant: str = Field(
+        "", description="Tenant of requests without tenancy; empty = cache_salt left as sent."
+    )
+    salt_secret: str = Field(
+        "", description="Secret mixed into each tenant's cache_salt (makes salts unguessable)."
+    )
+
+
+class WarmupSettings(BaseModel):
+    enabled: bool = Field(True, description="Replay hot prefixes to a replica turning healthy.")
+    top_n: int = Field(16, ge=0, description="How many hot prefixes to replay.")
+    concurrency: int = Field(2, ge=1, description="Replays in flight at once.")
+    budget_s: float = Field(60.0, gt=0, description="Seconds a warm-up may take in all.")
+
+
 class Settings(BaseSettings):
     """Every option of `ragtrim serve`; each field is also a CLI flag."""
 
@@ -48,6 +126,11 @@ class Settings(BaseSettings):
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."
     )
     redis_url: str = Field("", description="Redis URL for shared state; empty = in-process store.")
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    canonical: CanonicalSettings = Field(default_factory=CanonicalSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    tenancy: TenancySettings = Field(default_factory=TenancySettings)
+    warmup: WarmupSettings = Field(default_factory=WarmupSettings)
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level."
     )

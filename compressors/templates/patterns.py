@@ -1,0 +1,65 @@
+"""Recogniser 4: regular expressions from settings.
+
+Each pattern is compiled with re.DOTALL and must have a named group `context`; an
+optional group `question` gives the question (else: the last user message minus the
+documents, or "" for a completion). Patterns are tried in order, each on every
+message in order (`re.search`); the first match wins. The context is split into
+documents on blank lines. Template name: "pattern:<index>". A pattern without a
+`context` group raises ValueError: settings should compile them once at load time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compressors.segments import Segmentation
+from compressors.templates._generic import fallback_question
+from compressors.templates._messages import texts
+from compressors.templates._split import split_documents
+
+
+def compile_pattern(source: str) -> re.Pattern[str]:
+    pattern = re.compile(source, re.DOTALL)
+    if "context" not in pattern.groupindex:
+        raise ValueError(f"pattern {source!r} has no named group 'context'")
+    return pattern
+
+
+@dataclass(frozen=True)
+class Patterns:
+    patterns: Sequence[str] = ()
+
+    def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
+        return self._match(list(enumerate(texts(messages))), messages)
+
+    def match_prompt(self, prompt: str) -> Segmentation | None:
+        return self._match([(None, prompt)], ())
+
+    def _match(
+        self, sources: Sequence[tuple[int | None, str | None]], messages: Sequence[Any]
+    ) -> Segmentation | None:
+        for index, source in enumerate(self.patterns):
+            pattern = compile_pattern(source)
+            for message, text in sources:
+                match = pattern.search(text) if text is not None else None
+                if match:
+                    return _segmentation(f"pattern:{index}", match, message, messages)
+        return None
+
+
+def _segmentation(
+    name: str, match: re.Match[str], message: int | None, messages: Sequence[Any]
+) -> Segmentation:
+    start, end = match.span("context")
+    documents = split_documents(match.string, start, end, message)
+    has_question = "question" in match.re.groupindex and match.start("question") >= 0
+    if has_question:
+        question = match.group("question").strip()
+        at = min(start, match.start("question"))
+    else:
+        question = fallback_question(messages, documents)
+        at = start
+    return Segmentation(name, documents, question, (message, at))

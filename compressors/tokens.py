@@ -1,0 +1,108 @@
+"""Token counters: `str -> int` callables for the before/after figures and budgets.
+
+Every counter carries a `name` so a compressor's fingerprint can say which one it used
+(a budget in target-model tokens depends on the counter).
+
+- `HFTokenCounter(path)`: the target model's own tokenizer (a local Hugging Face folder),
+  counted without special tokens. The truth for what vLLM will see.
+- `ApproxTokenCounter()`: no dependencies, a regex estimate (words, numbers and
+  punctuation; long words count as several tokens). Within ~15% of BPE tokenizers on
+  English prose; use it only when no tokenizer is at hand.
+- `TiktokenCounter()`: cl100k_base from the packaged file (see `offline.py`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from compressors.base import TokenCounter
+
+_APPROX_PIECES = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_+", re.UNICODE)
+_APPROX_WORD_CHARS = 6  # a BPE vocabulary covers ~6 letters of a word per token
+_APPROX_DIGITS = 3  # cl100k / Llama-3 split numbers in groups of up to three digits
+
+
+class ApproxTokenCounter:
+    """Regex approximation of a BPE token count; deterministic and dependency-free."""
+
+    name = "approx-v1"
+
+    def __call__(self, text: str) -> int:
+        total = 0
+        for piece in _APPROX_PIECES.findall(text):
+            if piece.isalpha():
+                total += 1 + (len(piece) - 1) // _APPROX_WORD_CHARS
+            elif piece.isdigit():
+                total += 1 + (len(piece) - 1) // _APPROX_DIGITS
+            else:
+                total += 1
+        return total
+
+
+class HFTokenCounter:
+    """Counts with a local Hugging Face tokenizer (loaded lazily, once, under a lock)."""
+
+    def __init__(self, path: str | Path, *, name: str | None = None) -> None:
+        self.path = str(path)
+        self.name = name or f"hf:{Path(self.path).name}"
+        self._lock = threading.Lock()
+        self._tokenizer = None
+
+    def _load(self):
+        with self._lock:
+            if self._tokenizer is None:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+                backend = getattr(tokenizer, "backend_tokenizer", None)
+                if backend is not None:
+                    # A private copy without the folder's padding/truncation settings
+                    # (sentence-transformers folders pad to a fixed length).
+                    backend = type(backend).from_str(backend.to_str())
+                    backend.no_padding()
+                    backend.no_truncation()
+                    tokenizer = backend
+                self._tokenizer = tokenizer
+        return self._tokenizer
+
+    def __call__(self, text: str) -> int:
+        tokenizer = self._tokenizer or self._load()
+        if hasattr(tokenizer, "get_vocab_size"):  # a `tokenizers.Tokenizer`
+            return len(tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(tokenizer.encode(text, add_special_tokens=False))
+
+
+class TiktokenCounter:
+    """cl100k_base counts (what llmlingua uses for its own budget arithmetic)."""
+
+    name = "tiktoken:cl100k_base"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._encoding = None
+
+    def __call__(self, text: str) -> int:
+        if self._encoding is None:
+            with self._lock:
+                if self._encoding is None:
+                    from compressors.offline import load_cl100k
+
+                    self._encoding = load_cl100k()
+        return len(self._encoding.encode_ordinary(text))
+
+
+def counter_name(count_tokens: TokenCounter) -> str:
+    """A stable name for any counter (for fingerprints)."""
+    name = getattr(count_tokens, "name", None)
+    if isinstance(name, str):
+        return name
+    return getattr(count_tokens, "__qualname__", type(count_tokens).__qualname__)
+
+
+def make_token_counter(tokenizer_path: str | Path | None = None) -> TokenCounter:
+    """The target model's tokenizer when a path is given, else the regex approximation."""
+    if tokenizer_path:
+        return HFTokenCounter(tokenizer_path)
+    return ApproxTokenCounter()

@@ -1,0 +1,130 @@
+"""Every long-lived part of one ragtrim instance, built from settings in one place.
+
+No globals: `build()` returns a `Components`; create_app and the LangChain
+integration each own one. The request pipeline's order is the `stages` list here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from cache.memo import ChunkMemo
+from cache.prefixes import PrefixRegistry
+from cache.store import KVStore, MemoryStore, RedisStore
+from compressors.base import Compressor
+from compressors.registry import build_compressor
+from proxy.compression import CompressionEngine
+from proxy.feedback import Feedback
+from proxy.forward import Forwarder
+from proxy.gate import CostGate
+from proxy.metrics import Metrics
+from proxy.passthrough import PassThrough
+from proxy.pipeline import Pipeline
+from proxy.routing.affinity import PrefixAffinity
+from proxy.routing.bounded import BoundedLoad
+from proxy.routing.endpoint import EndpointPool
+from proxy.routing.health import HealthChecker
+from proxy.routing.load import LeastLoaded
+from proxy.routing.router import Router, Weighted
+from proxy.routing.scorers import RoundRobin
+from proxy.settings import CompressionSettings, RoutingSettings, Settings
+from proxy.stages.canonicalize import CanonicalizeStage
+from proxy.stages.compress import CompressStage
+from proxy.stages.segment import SegmentStage
+from proxy.stages.tenant import TenantStage
+from proxy.tokens import TargetTokenCounter
+from proxy.upstream import Upstream, make_client
+from proxy.warmup import Warmer
+
+
+@dataclass
+class Components:
+    settings: Settings
+    metrics: Metrics
+    pool: EndpointPool
+    client: httpx.AsyncClient
+    health: HealthChecker
+    store: KVStore
+    engine: CompressionEngine
+    gate: CostGate
+    prefixes: PrefixRegistry
+    feedback: Feedback
+    forwarder: Forwarder
+    passthrough: PassThrough
+
+    async def start(self) -> None:
+        await self.health.start()
+
+    async def stop(self) -> None:
+        await self.health.stop()
+        await self.feedback.drain()
+        await self.client.aclose()
+        await self.store.aclose()
+        self.engine.close()
+
+
+def make_store(settings: Settings, metrics: Metrics) -> KVStore:
+    if not settings.redis_url:
+        return MemoryStore()
+    return RedisStore(
+        settings.redis_url, on_error=lambda op, exc: metrics.store_errors.labels(op).inc()
+    )
+
+
+def make_gate(c: CompressionSettings) -> CostGate:
+    return CostGate(c.policy, compressor=c.compressor, min_context_tokens=c.min_context_tokens,
+                    max_added_ms=c.max_added_ms)  # fmt: skip
+
+
+def make_router(r: RoutingSettings) -> Router:
+    if r.policy == "roundrobin":
+        return Router([Weighted(RoundRobin(), 1.0)])
+    scorers = [
+        Weighted(PrefixAffinity(), r.affinity_weight),
+        Weighted(LeastLoaded(), r.load_weight),
+    ]
+    return Router(scorers, BoundedLoad(r.epsilon))
+
+
+def build(
+    settings: Settings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    store: KVStore | None = None,
+    compressor: Compressor | None = None,
+) -> Components:
+    metrics = Metrics()
+    pool = EndpointPool.from_urls(settings.backends)
+    client = make_client(settings.timeouts, transport)
+    store = store if store is not None else make_store(settings, metrics)
+    c = settings.compression
+    counter = TargetTokenCounter(pool, c.tokenizer)
+    compressor = compressor or build_compressor(
+        c.compressor, {"count_tokens": counter, **c.options}
+    )
+    engine = CompressionEngine(
+        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers
+    )
+    gate = make_gate(c)
+    stages = [  # THE pipeline order (canonicalize after compress: see its module)
+        TenantStage(settings.tenancy),
+        SegmentStage(c.patterns),
+        CompressStage(engine, gate, counter, metrics, c.rate if c.enabled else None),
+        CanonicalizeStage(settings.canonical, metrics),
+    ]
+    router = make_router(settings.routing)
+    upstream = Upstream(client, settings.timeouts)
+    prefixes = PrefixRegistry(store)
+    feedback = Feedback(metrics, gate, prefixes)
+    forwarder = Forwarder(pool, router, upstream, Pipeline(stages, metrics), metrics, feedback,
+                          settings.max_body_bytes)  # fmt: skip
+    health = HealthChecker(pool, client, settings.health)
+    health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
+    return Components(
+        settings=settings, metrics=metrics, pool=pool, client=client, health=health,
+        store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
+        forwarder=forwarder,
+        passthrough=PassThrough(pool, router, upstream, settings.max_body_bytes),
+    )  # fmt: skip

@@ -1,0 +1,99 @@
+"""CompressionEngine: a compressor, memoized per document, run off the event loop.
+
+Used by the compress stage, by POST /v1/compress (warming at ingest) and by the
+LangChain integration. Documents found in the memo cost a lookup; the others go to
+a worker thread (torch releases the GIL) under a timeout. When every worker is busy
+the engine refuses at once (`CompressionBusy`): waiting would make the request slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from cache.memo import ChunkMemo, MemoEntry
+from compressors.base import Budget, Compressor
+
+
+class CompressionBusy(Exception):
+    """Every compression worker is busy; the caller forwards the original."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    texts: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    hits: int
+    misses: int
+    ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.tokens_before / self.tokens_after if self.tokens_after else 1.0
+
+
+class CompressionEngine:
+    def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int):
+        self.compressor = compressor
+        self.memo = memo
+        self.timeout = timeout
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ragtrim-compress")
+        self._running = 0
+
+    @property
+    def name(self) -> str:
+        return self.compressor.name
+
+    def fingerprint(self, rate: float) -> str:
+        return f"{self.compressor.fingerprint()}|rate={rate:.3f}"
+
+    async def lookup(self, documents: Sequence[str], question: str, rate: float):
+        q = question if self.compressor.question_aware else None
+        return await self.memo.lookup(self.fingerprint(rate), documents, q)
+
+    async def compress(self, documents: Sequence[str], question: str, rate: float) -> Outcome:
+        start = time.perf_counter()
+        entries = await self.lookup(documents, question, rate)
+        missing = [i for i, e in enumerate(entries) if e is None]
+        if missing:
+            fresh = await self._run([documents[i] for i in missing], question, rate)
+            for i, entry in zip(missing, fresh, strict=True):
+                entries[i] = entry
+            q = question if self.compressor.question_aware else None
+            await self.memo.remember(
+                self.fingerprint(rate), [documents[i] for i in missing], q, fresh
+            )
+        done = [e for e in entries if e is not None]
+        return Outcome(
+            texts=tuple(e.text for e in done),
+            tokens_before=sum(e.tokens_before for e in done),
+            tokens_after=sum(e.tokens_after for e in done),
+            hits=len(documents) - len(missing),
+            misses=len(missing),
+            ms=(time.perf_counter() - start) * 1000,
+        )
+
+    async def _run(self, documents: list[str], question: str, rate: float) -> list[MemoEntry]:
+        if self._running >= self.workers:
+            raise CompressionBusy(f"{self._running} compressions already running")
+        loop = asyncio.get_running_loop()
+        call = functools.partial(
+            self.compressor.compress, documents, question=question, budget=Budget(rate=rate)
+        )
+        job = self._pool.submit(call)
+        self._running += 1  # until the thread really finishes, timeout or not
+        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._finished))
+        result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), self.timeout)
+        return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
+
+    def _finished(self) -> None:
+        self._running -= 1
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,1 @@
+"""Pipeline stages. Their order is the list in proxy/app.py."""

@@ -1,0 +1,115 @@
+"""Compress stage: shrink each context document, memoized, off the loop, fail open.
+
+Budget, most specific first: header `x-ragtrim-compress: off`, header
+`x-ragtrim-rate`, the body field `ragtrim: {"rate": r, "compress": false}`, then
+settings. The gate decides whether compressing pays off for this request.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from compressors.base import TokenCounter
+from compressors.templates import apply_chat, apply_prompt
+from proxy.compression import CompressionBusy, CompressionEngine, Outcome
+from proxy.context import RequestContext
+from proxy.errors import InvalidRequest
+from proxy.gate import CostGate
+from proxy.metrics import Metrics
+
+log = logging.getLogger("ragtrim.compress")
+
+
+def requested_rate(ctx: RequestContext, default: float | None) -> float | None:
+    """The keep rate asked for, or None when compression is switched off."""
+    header = ctx.headers.get("x-ragtrim-compress", "").lower()
+    if header in ("off", "false", "0", "no") or ctx.options.get("compress") is False:
+        return None
+    raw = ctx.headers.get("x-ragtrim-rate") or ctx.options.get("rate")
+    if raw is None:
+        return default
+    try:
+        rate = float(raw)
+    except (TypeError, ValueError):
+        rate = -1.0
+    if not 0.0 < rate <= 1.0:
+        raise InvalidRequest(f"rate must be a number in (0, 1], got {raw!r}", param="rate")
+    return rate
+
+
+class CompressStage:
+    name = "compress"
+
+    def __init__(
+        self, engine: CompressionEngine, gate: CostGate, count: TokenCounter, metrics: Metrics,
+        default_rate: float | None,
+    ):  # fmt: skip
+        self.engine = engine
+        self.gate = gate
+        self.count = count
+        self.metrics = metrics
+        self.default_rate = default_rate
+
+    async def __call__(self, ctx: RequestContext) -> None:
+        seg = ctx.segmentation
+        if seg is None:
+            return
+        texts = [slot.text for slot in seg.documents]
+        rate = requested_rate(ctx, self.default_rate)
+        outcome = await self._compress(ctx, texts, seg.question, rate) if rate else None
+        new_texts = list(outcome.texts) if outcome else texts
+        if new_texts != texts or seg.template == "tags":
+            self._apply(ctx, new_texts)
+
+    async def _compress(self, ctx, texts: list[str], question: str, rate: float):
+        tokens = sum(self.count(t) for t in texts)
+        hits = sum(e is not None for e in await self.engine.lookup(texts, question, rate))
+        decision = self.gate.decide(ctx, context_tokens=tokens, cached_docs=hits,
+                                    total_docs=len(texts), rate=rate)  # fmt: skip
+        ctx.decisions["compress"] = decision.reason
+        ctx.response_headers["x-ragtrim-decision"] = decision.reason
+        self.metrics.compress_decisions.labels(decision.action).inc()
+        if decision.rate is None:
+            return None
+        try:
+            outcome = await self.engine.compress(texts, question, decision.rate)
+        except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
+            reason = _failure_reason(exc)
+            log.warning("compression failed open (%s): %r", reason, exc)
+            self.metrics.compress_failures.labels(reason).inc()
+            ctx.response_headers["x-ragtrim-decision"] = f"failed-open:{reason}"
+            return None
+        self._record(ctx, outcome)
+        self.gate.observe_compression(outcome)
+        return outcome
+
+    def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
+        ctx.decisions["compression"] = outcome
+        ctx.response_headers.update({
+            "x-ragtrim-compressor": self.engine.name,
+            "x-ragtrim-tokens-before": str(outcome.tokens_before),
+            "x-ragtrim-tokens-after": str(outcome.tokens_after),
+            "x-ragtrim-compress-ms": f"{outcome.ms:.1f}",
+            "x-ragtrim-cache-hits": f"{outcome.hits}/{outcome.hits + outcome.misses}",
+        })  # fmt: skip
+        m = self.metrics
+        m.compress_tokens.labels("before").inc(outcome.tokens_before)
+        m.compress_tokens.labels("after").inc(outcome.tokens_after)
+        m.compress_seconds.observe(outcome.ms / 1000)
+        m.memo_lookups.labels("hit").inc(outcome.hits)
+        m.memo_lookups.labels("miss").inc(outcome.misses)
+
+    def _apply(self, ctx: RequestContext, new_texts: list[str]) -> None:
+        seg = ctx.segmentation
+        if ctx.route == "chat":
+            ctx.set_body_field("messages", apply_chat(ctx.body["messages"], seg, new_texts))
+        else:
+            ctx.set_body_field("prompt", apply_prompt(ctx.body["prompt"], seg, new_texts))
+
+
+def _failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, CompressionBusy):
+        return "busy"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return "error"

@@ -1,0 +1,38 @@
+"""Segment stage: find the context documents and the question (compressors.templates)."""
+
+from __future__ import annotations
+
+from compressors.templates import segment_chat, segment_prompt
+from proxy.context import RequestContext
+from proxy.errors import InvalidRequest
+
+BODY_FIELD = "ragtrim"
+
+
+class SegmentStage:
+    name = "segment"
+
+    def __init__(self, patterns: list[str]):
+        self.patterns = patterns
+
+    async def __call__(self, ctx: RequestContext) -> None:
+        field = ctx.body.get(BODY_FIELD)
+        if field is not None and not isinstance(field, dict):
+            raise InvalidRequest("`ragtrim` must be an object", param=BODY_FIELD)
+        if field is not None:
+            ctx.options = field
+            del ctx.body[BODY_FIELD]  # ragtrim's own field never reaches the backend
+            ctx.modified = True
+        seg = self._segment(ctx, field)
+        if seg is not None:
+            ctx.segmentation = seg
+            ctx.decisions["template"] = seg.template
+            ctx.response_headers["x-ragtrim-template"] = seg.template
+
+    def _segment(self, ctx: RequestContext, field: dict | None):
+        if ctx.route == "chat":
+            return segment_chat(ctx.body["messages"], body_field=field, patterns=self.patterns)
+        prompt = ctx.body.get("prompt")
+        if isinstance(prompt, str):
+            return segment_prompt(prompt, body_field=field, patterns=self.patterns)
+        return None

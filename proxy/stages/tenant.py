@@ -1,0 +1,49 @@
+"""Tenant stage: who is asking, and the cache_salt that isolates their prefix cache.
+
+With `tenancy.api_keys` configured, the bearer key names the tenant (an unknown key
+is a 401) and `cache_salt` is set from the tenant, overwriting whatever the client
+sent: a tenant must not be able to probe another's prefix cache (vLLM
+CVE-2025-46570: hits are measurable from 8 tokens). Without api_keys, the
+`default_tenant` applies; when that is empty, the client's cache_salt passes as sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from proxy.context import RequestContext
+from proxy.errors import Unauthorized
+from proxy.settings import TenancySettings
+
+
+def tenant_salt(tenant: str, secret: str) -> str:
+    return hmac.new(secret.encode(), tenant.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+class TenantStage:
+    name = "tenant"
+
+    def __init__(self, settings: TenancySettings):
+        self.settings = settings
+
+    def _tenant(self, ctx: RequestContext) -> str:
+        keys = self.settings.api_keys
+        if not keys:
+            return self.settings.default_tenant
+        auth = ctx.headers.get("authorization", "")
+        key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        tenant = keys.get(key)
+        if tenant is None:
+            raise Unauthorized("Incorrect API key provided.")
+        return tenant
+
+    async def __call__(self, ctx: RequestContext) -> None:
+        ctx.tenant = self._tenant(ctx)
+        if not ctx.tenant:
+            return
+        salt = tenant_salt(ctx.tenant, self.settings.salt_secret)
+        if ctx.body.get("cache_salt") != salt:
+            if "cache_salt" in ctx.body:
+                ctx.trace.append("tenant: client cache_salt overwritten")
+            ctx.set_body_field("cache_salt", salt)

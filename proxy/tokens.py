@@ -1,0 +1,45 @@
+"""Token counts in the target model's tokenizer, not tiktoken.
+
+The tokenizer dir comes from settings, or else from the backend itself: vLLM's
+/v1/models card names the model's `root`; when that dir exists locally (local vLLM,
+sidecar with a shared volume) its tokenizer is used. Otherwise an approximation,
+and the `name` says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+from proxy.routing.endpoint import EndpointPool
+
+
+class TargetTokenCounter:
+    def __init__(self, pool: EndpointPool, explicit_dir: str = ""):
+        self.pool = pool
+        self._counter: HFTokenCounter | ApproxTokenCounter | None = (
+            HFTokenCounter(explicit_dir) if explicit_dir else None
+        )
+        self._approx = ApproxTokenCounter()
+
+    @property
+    def name(self) -> str:
+        return getattr(self._resolve(), "name", "approx")
+
+    def _resolve(self):
+        if self._counter is None:
+            root = self._local_root()
+            if root is None:
+                return self._approx  # try again once a backend reports its model
+            self._counter = HFTokenCounter(root)
+        return self._counter
+
+    def _local_root(self) -> str | None:
+        for card in self.pool.model_cards():
+            root = card.get("root") or ""
+            if root and (Path(root) / "tokenizer.json").exists():
+                return root
+        return None
+
+    def __call__(self, text: str) -> int:
+        return self._resolve()(text)
