@@ -1,0 +1,166 @@
+"""Protected spans: text that compression must never drop or split.
+
+A `Protector` finds `(start, end)` character spans of configurable kinds in a text and
+returns them sorted and merged. What each compressor does with them:
+
+- token-level compressors (llmlingua2, longllmlingua) keep every word that overlaps a
+  protected span, and the span's own characters verbatim;
+- the extractive compressor drops whole sentences; it treats protected spans as atomic
+  (no sentence boundary inside a code block, JSON object, URL or date), but a sentence
+  that holds one may still be dropped as a whole.
+
+Kinds (all on by default): code (``` fenced blocks ``` and `inline code`), json (balanced
+{...} that parses as JSON), url, citation ([1], [2, 3], [4-6]), date (ISO dates, numeric
+dates, month-name dates, times), number (anything holding a digit, with currency signs,
+separators and %), negation (not, no, never, n't, without, ...). `extra_patterns` adds
+regexes of your own (compiled with re.IGNORECASE | re.MULTILINE).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+
+Span = tuple[int, int]
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_PATTERNS: dict[str, str] = {
+    "code": r"```.*?(?:```|\Z)|`[^`\n]+`",
+    "url": r"\b(?:https?://|ftp://|www\.)[^\s<>\"'`]+[^\s<>\"'`.,;:!?)\]}]",
+    "citation": r"\[\d+(?:\s*[,\u2013-]\s*\d+)*\]",
+    "date": (
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+        r"|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"
+        rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\s+\d{{4}}\b"
+        rf"|\b{_MONTH}\s+\d{{4}}\b"
+        r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
+    ),
+    "number": r"[$€£¥]?(?:(?<!\w)[+-])?\w*\d(?:\w|[.,:/-](?=\d))*%?",
+    "negation": (
+        r"\b(?:not|no|never|none|nobody|nothing|neither|nor|nowhere|cannot|without|"
+        r"hardly|barely|scarcely|n't)\b|\b\w+n['\u2019]t\b"
+    ),
+}
+_FLAGS = {"code": re.DOTALL, "negation": re.IGNORECASE, "date": re.IGNORECASE}
+KINDS: tuple[str, ...] = ("code", "json", "url", "citation", "date", "number", "negation")
+MAX_JSON_CHARS = 20_000
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Sorted union of spans; overlapping or touching spans become one."""
+    merged: list[Span] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def overlaps(spans: Sequence[Span], start: int, end: int) -> bool:
+    """Whether [start, end) overlaps any span of a merged, sorted list."""
+    i = bisect.bisect_right(spans, (start, float("inf"))) - 1
+    if i >= 0 and spans[i][1] > start:
+        return True
+    return i + 1 < len(spans) and spans[i + 1][0] < end
+
+
+def _json_end(text: str, start: int) -> int | None:
+    """End of the balanced {...} opening at `start` (strings respected), or None."""
+    depth, in_string, escaped = 0, False, False
+    stop = min(len(text), start + MAX_JSON_CHARS)
+    for i in range(start, stop):
+        ch = text[i]
+        if in_string:
+            escaped = not escaped and ch == "\\"
+            in_string = escaped or ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch in "{}":
+            depth += 1 if ch == "{" else -1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def json_spans(text: str) -> list[Span]:
+    """Inline JSON objects: balanced {...} that `json.loads` accepts."""
+    spans: list[Span] = []
+    i = text.find("{")
+    while i >= 0:
+        end = _json_end(text, i)
+        if end is not None and _parses(text[i:end]):
+            spans.append((i, end))
+            i = text.find("{", end)
+        else:
+            i = text.find("{", i + 1)
+    return spans
+
+
+def _parses(candidate: str) -> bool:
+    try:
+        return isinstance(json.loads(candidate), dict)
+    except ValueError:
+        return False
+
+
+class Protector:
+    """Finds protected spans; immutable once built."""
+
+    def __init__(self, kinds: Iterable[str] = KINDS, extra_patterns: Iterable[str] = ()) -> None:
+        self.kinds = tuple(sorted(set(kinds)))
+        unknown = set(self.kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown protected kinds {sorted(unknown)}; known: {KINDS}")
+        self.extra_patterns = tuple(extra_patterns)
+        flags = re.IGNORECASE | re.MULTILINE
+        self._regexes = tuple(
+            re.compile(_PATTERNS[kind], _FLAGS.get(kind, 0))
+            for kind in self.kinds
+            if kind != "json"
+        ) + tuple(re.compile(pattern, flags) for pattern in self.extra_patterns)
+
+    def spans(self, text: str) -> list[Span]:
+        """Sorted, merged protected spans of `text`."""
+        found: list[Span] = [m.span() for rx in self._regexes for m in rx.finditer(text)]
+        if "json" in self.kinds and "{" in text:
+            found.extend(json_spans(text))
+        return merge_spans(found)
+
+    def fingerprint(self) -> str:
+        extra = hashlib.sha256("\x00".join(self.extra_patterns).encode()).hexdigest()[:12]
+        return f"protect-v1:{','.join(self.kinds)}:{extra if self.extra_patterns else '-'}"
+
+
+def no_protection() -> Protector:
+    """A protector that finds nothing."""
+    return Protector(kinds=())
+
+
+def fold_protected(
+    units: Sequence[Span], keep: Sequence[bool], protected: Sequence[Span]
+) -> tuple[list[Span], list[bool]]:
+    """Merge each protected span with every unit overlapping it into one kept unit.
+
+    `units` (e.g. words) and `protected` are sorted; the result is sorted and disjoint,
+    and rendering it keeps each protected span's characters verbatim.
+    """
+    items = sorted(
+        [(s, e, bool(k), False) for (s, e), k in zip(units, keep, strict=True)]
+        + [(s, e, True, True) for s, e in protected]
+    )
+    out: list[list] = []
+    for start, end, flag, is_protected in items:
+        last = out[-1] if out else None
+        if last is not None and start < last[1] and (is_protected or last[3]):
+            last[1], last[2], last[3] = max(last[1], end), True, True
+        else:
+            out.append([start, end, flag, is_protected])
+    return [(s, e) for s, e, _, _ in out], [flag for _, _, flag, _ in out]
