@@ -88,12 +88,16 @@ class CompressionEngine:
         )
         job = self._pool.submit(call)
         self._running += 1  # until the thread really finishes, timeout or not
-        job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._finished))
+        job.add_done_callback(lambda _: self._finished_from_thread(loop))
         result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), self.timeout)
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
     def _finished(self) -> None:
         self._running -= 1
+
+    def _finished_from_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self._finished)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

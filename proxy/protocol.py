@@ -43,14 +43,19 @@ ROUTE_MODELS: dict[str, type[_OpenAIRequest]] = {
 }
 
 
-def parse_body(raw: bytes, route: str) -> dict[str, Any]:
-    """JSON-decode and type-check; return the plain dict (the forwarded truth)."""
+def parse_json(raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
+    return data
+
+
+def parse_body(raw: bytes, route: str) -> dict[str, Any]:
+    """JSON-decode and type-check; return the plain dict (the forwarded truth)."""
+    data = parse_json(raw)
     try:
         ROUTE_MODELS[route].model_validate(data)
     except ValidationError as exc:

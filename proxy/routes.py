@@ -8,6 +8,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from proxy.components import Components
+from proxy.forward import read_body
+from proxy.ingest import compress_documents
 
 PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 
@@ -28,6 +30,12 @@ def build_router(parts: Components) -> APIRouter:
     @router.post("/v1/completions")
     async def completions(request: Request):
         return await forwarder.handle(request, "completions")
+
+    @router.post("/v1/compress")
+    async def compress(request: Request) -> JSONResponse:
+        raw = await read_body(request, parts.settings.max_body_bytes)
+        rate = parts.settings.compression.rate
+        return JSONResponse(await compress_documents(parts.engine, raw, rate))
 
     @router.get("/v1/models")
     async def models() -> JSONResponse:

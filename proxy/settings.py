@@ -64,9 +64,11 @@ class CompressionSettings(BaseModel):
 
 
 class CanonicalSettings(BaseModel):
-    normalize_newlines: bool = Field(True, description="CRLF/CR to LF in the static prefix.")
+    normalize_newlines: bool = Field(
+        False, description="CRLF/CR to LF in the static prefix (opt-in: changes client bytes)."
+    )
     strip_trailing_whitespace: bool = Field(
-        True, description="Strip trailing spaces per line in the static prefix."
+        False, description="Strip trailing spaces per line in the static prefix (opt-in)."
     )
     sort_tools: bool = Field(True, description="Serialise tool definitions deterministically.")
     move_volatile: bool = Field(

@@ -6,7 +6,8 @@ steer it through an extra body field (ragtrim forwards unknown fields unchanged)
     "stub": {"delay": s, "chunk_delay": s, "chunks": n, "status": code,
              "fail_after": n, "model": name, "echo": true}
 
-`echo` returns the request body it received under "echo" (non-streaming).
+`echo` returns the request body it received under "echo" (non-streaming). With
+`stream_options.include_usage` a stream ends with a usage chunk (`choices: []`).
 
 `fail_after` drops the connection after n SSE events (a mid-stream failure);
 `delay` waits before the response headers. GET /stub/stats reports how many
@@ -114,6 +115,13 @@ class StubVllm:
                 raise ConnectionResetError
             await send({"type": "http.response.body", "body": _event(self.model, chat, i),
                         "more_body": True})  # fmt: skip
+        if (req.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6,
+                     "prompt_tokens_details": {"cached_tokens": 0}}  # fmt: skip
+            last = {"id": "cmpl-stub", "object": "chat.completion.chunk", "choices": [],
+                    "usage": usage}  # fmt: skip
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": b"data: " + json.dumps(last).encode() + b"\n\n"})  # fmt: skip
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 

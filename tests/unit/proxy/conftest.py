@@ -20,8 +20,9 @@ def make_proxy() -> Iterator[Callable[..., ServerThread]]:
     """Start ragtrim (real uvicorn) in front of the given backends."""
     with ExitStack() as stack:
 
-        def make(backends: list[str], **overrides) -> ServerThread:
+        def make(backends: list[str], compressor=None, store=None, **overrides) -> ServerThread:
             settings = Settings(backends=backends, **overrides)
-            return stack.enter_context(serving(create_app(settings)))
+            app = create_app(settings, compressor=compressor, store=store)
+            return stack.enter_context(serving(app))
 
         yield make
