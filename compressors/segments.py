@@ -4,7 +4,7 @@ A `Segmentation` names every context document by its location — message index
 (None for a completion prompt) and character offsets into that text — so the
 proxy can swap each document for its compressed form without touching one other
 byte. Segmenters (templates, tags, body field, patterns) live in
-`compressors/templates/`; `segment()` there tries them in order.
+`compressors/templates/`; `segment_chat()` / `segment_prompt()` there try them in order.
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Slot:
-    """One document: `text == source[start:end]` of message `message` (None = prompt)."""
+    """One document in message `message` (None = prompt): `source[start:end]` is replaced.
+
+    `text == source[start:end]`, except for tagged documents, whose slot also covers
+    the `<ragtrim:doc>` markers (so replacing it strips them) while `text` is the inside.
+    """
 
     message: int | None
     start: int

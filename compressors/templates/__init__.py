@@ -27,6 +27,10 @@ index that text). `static_end` is where the static instruction ends: for a templ
 where its first placeholder starts; for the explicit recognisers, the first document
 (or the question, if located and earlier). Documents are split on blank lines and
 stripped; their order is kept.
+
+Everything here runs on the request path, so it runs in linear time on any input:
+templates match word by word (no regex backtracking), tags are found with str.find,
+and apply_* splices in one pass. Only operator-supplied `patterns` can be slow.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compressors.segments import Slot, replace_slots
+from compressors.segments import Slot
 from compressors.templates._messages import last_user_index, message_text
+from compressors.templates._splice import splice
 
 Position = tuple[int | None, int]
 
@@ -31,4 +32,4 @@ def fallback_question(messages: Sequence[Any], slots: Sequence[Slot]) -> str:
     if text is None:
         return ""
     own = [(s, "") for s in slots if s.message == index]
-    return replace_slots(text, own).strip()
+    return splice(text, own).strip()

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from compressors.segments import Segmentation, Slot, replace_slots
+from compressors.segments import Segmentation, Slot
 from compressors.templates._messages import message_text, with_text
+from compressors.templates._splice import splice
 from compressors.templates.tags import NAME as TAGS
 from compressors.templates.tags import marker_slots
 
@@ -20,7 +21,7 @@ def apply_prompt(prompt: str, seg: Segmentation, new_texts: Sequence[str]) -> st
     pairs = _pairs(seg, new_texts)
     if any(slot.message is not None for slot, _ in pairs):
         raise ValueError("chat segmentation applied to a completion prompt")
-    return replace_slots(prompt, pairs + _markers(prompt, None, seg))
+    return splice(prompt, pairs + _markers(prompt, None, seg))
 
 
 def apply_chat(messages: Sequence[Any], seg: Segmentation, new_texts: Sequence[str]) -> list[Any]:
@@ -36,7 +37,7 @@ def apply_chat(messages: Sequence[Any], seg: Segmentation, new_texts: Sequence[s
             raise ValueError(f"message {index} has no text to change")
         pairs = changes.get(index, []) + _markers(text, index, seg)
         if pairs:
-            out[index] = with_text(message, replace_slots(text, pairs))
+            out[index] = with_text(message, splice(text, pairs))
     return out
 
 

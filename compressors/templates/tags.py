@@ -16,7 +16,8 @@ the tagged documents (chat) or "" (completion).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from compressors.segments import Segmentation, Slot
@@ -25,8 +26,8 @@ from compressors.templates._messages import texts
 
 NAME = "tags"
 
-DOC = re.compile(r"<ragtrim:doc>(.*?)</ragtrim:doc>", re.DOTALL)
-QUESTION = re.compile(r"<ragtrim:question>(.*?)</ragtrim:question>", re.DOTALL)
+DOC = ("<ragtrim:doc>", "</ragtrim:doc>")
+QUESTION = ("<ragtrim:question>", "</ragtrim:question>")
 _QUESTION_MARKER = re.compile(r"</?ragtrim:question>")
 
 Sources = Sequence[tuple[int | None, str | None]]
@@ -42,12 +43,18 @@ class Tags:
 
 def marker_slots(text: str, message: int | None, documents: Sequence[Slot]) -> list[Slot]:
     """The question markers in `text`, outside every document slot, as slots to empty."""
-    inside = [(d.start, d.end) for d in documents if d.message == message]
+    inside = sorted((d.start, d.end) for d in documents if d.message == message)
+    starts = [start for start, _ in inside]
     return [
         Slot(message, m.start(), m.end(), m.group())
         for m in _QUESTION_MARKER.finditer(text)
-        if not any(a <= m.start() < b for a, b in inside)
+        if not _within(inside, starts, m.start())
     ]
+
+
+def _within(spans: list[tuple[int, int]], starts: list[int], offset: int) -> bool:
+    i = bisect_right(starts, offset) - 1
+    return i >= 0 and offset < spans[i][1]
 
 
 def _match(sources: Sources, messages: Sequence[Any]) -> Segmentation | None:
@@ -62,16 +69,28 @@ def _match(sources: Sources, messages: Sequence[Any]) -> Segmentation | None:
 
 def _document_slots(sources: Sources) -> tuple[Slot, ...]:
     return tuple(
-        Slot(message, m.start(), m.end(), m.group(1))
+        Slot(message, start, end, text[inner:close])
         for message, text in sources
         if text is not None
-        for m in DOC.finditer(text)
+        for start, inner, close, end in _pairs(text, DOC)
     )
 
 
 def _question(sources: Sources) -> tuple[str | None, Position | None]:
     for message, text in sources:
-        match = QUESTION.search(text) if text is not None else None
-        if match:
-            return match.group(1).strip(), (message, match.start())
+        for start, inner, close, _ in _pairs(text or "", QUESTION):
+            return text[inner:close].strip(), (message, start)
     return None, None
+
+
+def _pairs(text: str, tags: tuple[str, str]) -> Iterator[tuple[int, int, int, int]]:
+    """(start, inner start, inner end, end) of each closed tag pair, left to right.
+    A linear scan: an opening tag without a closing one ends the search."""
+    opening, closing = tags
+    pos = 0
+    while (start := text.find(opening, pos)) >= 0:
+        close = text.find(closing, start + len(opening))
+        if close < 0:
+            return
+        yield start, start + len(opening), close, close + len(closing)
+        pos = close + len(closing)
