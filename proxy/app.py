@@ -23,7 +23,7 @@ from proxy.components import build
 from proxy.errors import InvalidRequest, NotFound, ProxyError
 from proxy.middleware.metrics import MetricsMiddleware
 from proxy.relay import ClientDisconnected
-from proxy.routes import build_router
+from proxy.routes import build_routes
 from proxy.settings import Settings
 
 
@@ -70,8 +70,8 @@ def create_app(
 
     middleware = [Middleware(MetricsMiddleware, metrics=parts.metrics)]  # outermost first
     app = FastAPI(
-        title="ragtrim", lifespan=lifespan, middleware=middleware, docs_url=None, redoc_url=None
-    )
+        title="ragtrim", lifespan=lifespan, middleware=middleware, routes=build_routes(parts),
+        docs_url=None, redoc_url=None, openapi_url=None,
+    )  # fmt: skip
     _install_error_handlers(app)
-    app.include_router(build_router(parts))
     return app

@@ -35,7 +35,7 @@ from proxy.stages.compress import CompressStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
 from proxy.tokens import TargetTokenCounter
-from proxy.upstream import Upstream, make_client
+from proxy.upstream import Upstream, make_client, make_transport
 from proxy.warmup import Warmer
 
 
@@ -97,6 +97,7 @@ def build(
 ) -> Components:
     metrics = Metrics()
     pool = EndpointPool.from_urls(settings.backends)
+    transport = make_transport(transport)
     client = make_client(settings.timeouts, transport)
     store = store if store is not None else make_store(settings, metrics)
     c = settings.compression
@@ -115,7 +116,7 @@ def build(
         CanonicalizeStage(settings.canonical, metrics),
     ]
     router = make_router(settings.routing)
-    upstream = Upstream(client, settings.timeouts)
+    upstream = Upstream(transport, settings.timeouts)
     prefixes = PrefixRegistry(store)
     feedback = Feedback(metrics, gate, prefixes)
     forwarder = Forwarder(pool, router, upstream, Pipeline(stages, metrics), metrics, feedback,

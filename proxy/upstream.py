@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -51,27 +52,44 @@ class Opened:
     sent_at: float
 
 
-def make_client(timeouts: TimeoutSettings, transport: httpx.AsyncBaseTransport | None = None):
+def make_transport(transport: httpx.AsyncBaseTransport | None = None):
+    """One connection pool per app, shared by the relay and the health checks."""
+    if transport is not None:
+        return transport
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+    return httpx.AsyncHTTPTransport(limits=limits, retries=0)
+
+
+def make_client(timeouts: TimeoutSettings, transport: httpx.AsyncBaseTransport):
+    """For health checks and warm-up; it never stores cookies (a proxy must not)."""
     timeout = httpx.Timeout(
         connect=timeouts.connect, read=None, write=timeouts.connect, pool=timeouts.connect
     )
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
-    return httpx.AsyncClient(transport=transport, timeout=timeout, limits=limits)
+    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+    return httpx.AsyncClient(transport=transport, timeout=timeout, cookies=jar)
 
 
 class Upstream:
-    def __init__(self, client: httpx.AsyncClient, timeouts: TimeoutSettings):
-        self.client = client
+    """The relay talks to the transport directly: no cookie jar (cookies must not leak
+    between clients), no redirects, no auth layer — and less work per request."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport, timeouts: TimeoutSettings):
+        self.transport = transport
         self.timeouts = timeouts
+        c = timeouts.connect
+        self._timeout_ext = {"connect": c, "read": None, "write": c, "pool": c}
 
     async def open(
         self, ep: Endpoint, method: str, path: str, body: bytes, headers: list[tuple[str, str]]
     ) -> Opened:
         start = time.perf_counter()
-        request = self.client.build_request(method, ep.url + path, content=body, headers=headers)
+        request = httpx.Request(
+            method, ep.url + path, content=body, headers=headers,
+            extensions={"timeout": self._timeout_ext},
+        )  # fmt: skip
         with map_upstream_errors(ep.url, "before first byte"):
             async with asyncio.timeout(self.timeouts.first_byte):
-                response = await self.client.send(request, stream=True)
+                response = await self.transport.handle_async_request(request)
         return Opened(ep, response, start + self.timeouts.total, start)
 
     async def open_first(
