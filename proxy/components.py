@@ -73,6 +73,17 @@ def make_store(settings: Settings, metrics: Metrics) -> KVStore:
     )
 
 
+def make_engine(
+    c: CompressionSettings, store: KVStore, counter, compressor: Compressor | None = None
+) -> CompressionEngine:
+    compressor = compressor or build_compressor(
+        c.compressor, {"count_tokens": counter, **c.options}
+    )
+    return CompressionEngine(
+        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers
+    )
+
+
 def make_gate(c: CompressionSettings) -> CostGate:
     return CostGate(c.policy, compressor=c.compressor, min_context_tokens=c.min_context_tokens,
                     max_added_ms=c.max_added_ms)  # fmt: skip

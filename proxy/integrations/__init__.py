@@ -1,0 +1,1 @@
+"""In-process integrations. Never imported by the server."""
