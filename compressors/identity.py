@@ -1,11 +1,12 @@
-"""The identity compressor: keeps every document as it is (a baseline and a switch)."""
+"""The identity compressor: returns every document unchanged (a baseline, and the
+fallback when compression is off). Still counts tokens, so before == after."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.tokens import ApproxTokenCounter
+from compressors.tokens import ApproxTokenCounter, counter_name
 
 
 class IdentityCompressor:
@@ -13,17 +14,17 @@ class IdentityCompressor:
     version = "1"
     question_aware = False
 
-    def __init__(self, count_tokens: TokenCounter | None = None):
+    def __init__(self, count_tokens: TokenCounter | None = None) -> None:
         self.count_tokens = count_tokens or ApproxTokenCounter()
 
     def fingerprint(self) -> str:
-        return f"{self.name}:v{self.version}:counter={getattr(self.count_tokens, 'name', '?')}"
+        return f"{self.name}:v{self.version}:counter={counter_name(self.count_tokens)}"
 
     def compress(
         self, documents: Sequence[str], *, question: str, budget: Budget
     ) -> CompressionResult:
-        docs = []
+        results = []
         for doc in documents:
             n = self.count_tokens(doc)
-            docs.append(DocumentResult(doc, n, n))
-        return CompressionResult(self.name, tuple(docs))
+            results.append(DocumentResult(doc, n, n))
+        return CompressionResult(self.name, tuple(results))

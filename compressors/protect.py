@@ -42,7 +42,7 @@ _PATTERNS: dict[str, str] = {
         rf"|\b{_MONTH}\s+\d{{4}}\b"
         r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
     ),
-    "number": r"[$€£¥]?(?:(?<!\w)[+-])?\w*\d(?:\w|[.,:/-](?=\d))*%?",
+    "number": r"[$€£¥]?(?:(?<!\w)[+-])?\w*\d(?:\w|[.,:/\u2013-](?=\d))*%?",
     "negation": (
         r"\b(?:not|no|never|none|nobody|nothing|neither|nor|nowhere|cannot|without|"
         r"hardly|barely|scarcely|n't)\b|\b\w+n['\u2019]t\b"

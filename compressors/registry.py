@@ -1,4 +1,15 @@
-"""Compressors by name. Imports are lazy: importing the registry loads no torch."""
+"""Compressors by name: `build_compressor(name, options)`.
+
+Importing this module imports no model library; each constructor module is imported
+when its name is built. `options` are the constructor's keyword arguments, plus:
+
+- `tokenizer_path`: build `count_tokens` from the target model's tokenizer folder
+  (tokens.HFTokenCounter) unless `count_tokens` is given; neither → regex approximation;
+- `protect_kinds` / `protect_patterns`: build the `protector` (protect.Protector) unless
+  `protector` is given (not for identity).
+
+Unknown names raise ValueError; unknown options raise TypeError (from the constructor).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,7 @@ from typing import Any
 
 from compressors.base import Compressor
 
+# name -> (module, class)
 REGISTRY: Mapping[str, tuple[str, str]] = {
     "identity": ("compressors.identity", "IdentityCompressor"),
     "extractive": ("compressors.extractive", "ExtractiveCompressor"),
@@ -16,11 +28,30 @@ REGISTRY: Mapping[str, tuple[str, str]] = {
 }
 
 
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def _prepare(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    from compressors.protect import KINDS, Protector
+    from compressors.tokens import make_token_counter
+
+    kwargs = dict(options)
+    tokenizer_path = kwargs.pop("tokenizer_path", None)
+    if kwargs.get("count_tokens") is None:
+        kwargs["count_tokens"] = make_token_counter(tokenizer_path)
+    kinds = kwargs.pop("protect_kinds", None)
+    patterns = kwargs.pop("protect_patterns", None)
+    wanted = kinds is not None or patterns is not None
+    if wanted and name != "identity" and kwargs.get("protector") is None:
+        kwargs["protector"] = Protector(KINDS if kinds is None else kinds, patterns or ())
+    return kwargs
+
+
 def build_compressor(name: str, options: Mapping[str, Any] | None = None) -> Compressor:
-    """Build the compressor `name` with constructor keyword `options`."""
-    try:
-        module_name, class_name = REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown compressor {name!r}; known: {sorted(REGISTRY)}") from None
+    """A new compressor instance; models load lazily on its first compress()."""
+    if name not in REGISTRY:
+        raise ValueError(f"unknown compressor {name!r}; known: {sorted(REGISTRY)}")
+    module_name, class_name = REGISTRY[name]
     cls = getattr(importlib.import_module(module_name), class_name)
-    return cls(**dict(options or {}))
+    return cls(**_prepare(name, options or {}))

@@ -17,10 +17,11 @@ and trailing whitespace is kept; a text with nothing kept renders as "".
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
-from compressors.protect import Span, overlaps
+from compressors.protect import Span
 
 # fmt: off
 ABBREVIATIONS = frozenset({
@@ -68,6 +69,12 @@ def _boundaries(text: str) -> set[int]:
     return cuts
 
 
+def _inside(spans: Sequence[Span], pos: int) -> bool:
+    """Whether `pos` falls strictly inside one of the sorted, merged spans."""
+    i = bisect.bisect_right(spans, (pos, float("inf"))) - 1
+    return i >= 0 and spans[i][0] < pos < spans[i][1]
+
+
 def _trimmed(text: str, start: int, end: int) -> Span | None:
     piece = text[start:end]
     stripped = piece.strip()
@@ -84,7 +91,7 @@ def _cut_long(text: str, span: Span, atomic: Sequence[Span], max_chars: int) -> 
         cut = None
         for m in _WHITESPACE_RUN.finditer(text, start, start + max_chars):
             pos = m.start()
-            if pos > start and not overlaps(atomic, pos, pos + 1):
+            if pos > start and not _inside(atomic, pos):
                 cut = pos
         if cut is None:
             break
@@ -98,7 +105,7 @@ def split_sentences(
     text: str, atomic: Sequence[Span] = (), max_chars: int = MAX_SENTENCE_CHARS
 ) -> list[Span]:
     """Sentence spans of `text`, in order; `atomic` must be sorted and merged."""
-    cuts = sorted(c for c in _boundaries(text) if not overlaps(atomic, c - 1, c + 1))
+    cuts = sorted(c for c in _boundaries(text) if not _inside(atomic, c))
     spans: list[Span] = []
     start = 0
     for cut in [*cuts, len(text)]:

@@ -1,0 +1,243 @@
+"""LLMLingua-2: a token classifier scores every word; the least useful words are dropped.
+
+Question-agnostic and per document (llmlingua's context-level filter, which drops whole
+documents, is never used), so results are cacheable per chunk. Two engines, same rule:
+
+- "reference": llmlingua's `compress_prompt_llmlingua2`, word labels read back with
+  `return_word_label=True`. Its constructor loads cl100k_base through tiktoken: offline,
+  the caller first runs `offline.ensure_tiktoken_cache(dir)` and sets TIKTOKEN_CACHE_DIR.
+- "fast" (default): we run the classifier ourselves with llmlingua-2's rule. The document
+  is tokenized once (with offsets) and cut into chunks of ≤ 510 tokens ending at a
+  chunk-end token; each chunk runs alone ([CLS] chunk [SEP], no padding, inference mode),
+  so a document's result never depends on what it was batched with; tokens merge into
+  words (BERT "##" pieces; XLM-R "▁" starts and punctuation); a word's probability is the
+  mean of its tokens' keep-probabilities (1.0 for a force token); per chunk, the
+  threshold is the int(100·(1−rate)+1)-th percentile of the word probabilities repeated
+  once per cl100k_base token of the word; a word is kept above it (or at it when it is 1).
+  `precision`: "fp32" (default, same decisions as llmlingua), "bf16" or "int8" (dynamic
+  quantization of the Linear layers, CPU only): faster, a few decisions differ.
+
+Both engines render from the source text: protected spans (protect.py) and the words over
+them are kept verbatim, kept words are joined with the source's own whitespace
+(sentences.render_kept) — llmlingua's own output is re-detokenized ("word , word") and
+loses line breaks. Force tokens must be single tokens of the classifier's vocabulary.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.lingua2_rule import Chunk, Segmenter, WordDecisions, keep_flags, model_kind
+from compressors.protect import Protector, Span, fold_protected
+from compressors.sentences import render_kept
+from compressors.tokens import ApproxTokenCounter, counter_name
+
+DEFAULT_MODEL = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"
+ENGINES = ("fast", "reference")
+PRECISIONS = ("fp32", "bf16", "int8")
+MIN_RATE = 0.01  # llmlingua's percentile arithmetic fails below this
+
+
+def resolve_device(device: str) -> str:
+    """ "auto" → "cuda" when torch sees a GPU, else "cpu"; anything else unchanged."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _with_precision(model, precision: str):
+    import torch
+
+    if precision == "bf16":
+        return model.to(torch.bfloat16)
+    if precision == "int8":
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, torch.qint8)
+    return model
+
+
+class _FastEngine:
+    def __init__(self, owner: LLMLingua2Compressor) -> None:
+        from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+        from compressors.offline import load_cl100k
+
+        tokenizer = AutoTokenizer.from_pretrained(owner.model_path, local_files_only=True)
+        self.segmenter = owner.make_segmenter(tokenizer)
+        model = AutoModelForTokenClassification.from_pretrained(
+            owner.model_path, local_files_only=True
+        )
+        self.model = _with_precision(model.float().to(owner.device).eval(), owner.precision)
+        self.device, self.cl100k = owner.device, load_cl100k()
+
+    def _token_probs(self, ids: list[int]) -> np.ndarray:
+        import torch
+
+        with torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([ids], device=self.device)).logits
+            return torch.softmax(logits[0].float(), dim=-1)[:, 1].cpu().numpy()
+
+    def _chunk_flags(self, chunk: Chunk, rate: float, memo: dict[str, int]) -> list[bool]:
+        token_probs = self._token_probs(chunk.ids)
+        probs = []
+        for positions, forced in zip(chunk.words, chunk.forced, strict=True):
+            values = [token_probs[p] for p in positions]
+            if forced:
+                values[0] = 1.0
+            probs.append(sum(values) / len(values))
+        counts = []
+        for text in chunk.texts:
+            if text not in memo:
+                memo[text] = len(self.cl100k.encode_ordinary(text))
+            counts.append(memo[text])
+        return keep_flags(probs, counts, rate)
+
+    def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:
+        memo: dict[str, int] = {}
+        out = []
+        for doc in documents:
+            spans: list[Span] = []
+            keep: list[bool] = []
+            for chunk in self.segmenter.chunks(doc):
+                spans.extend(chunk.spans)
+                keep.extend(self._chunk_flags(chunk, rate, memo))
+            out.append(WordDecisions(tuple(spans), tuple(keep)))
+        return out
+
+
+class _ReferenceEngine:
+    def __init__(self, owner: LLMLingua2Compressor) -> None:
+        from llmlingua import PromptCompressor
+
+        self.owner = owner
+        self.pc = PromptCompressor(
+            model_name=owner.model_path,
+            device_map=owner.device,
+            use_llmlingua2=True,
+            model_config={"local_files_only": True},
+        )
+        self.pc.model = _with_precision(self.pc.model, owner.precision)
+        self.segmenter = owner.make_segmenter(self.pc.tokenizer)
+
+    def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:
+        sep = "\t\t|\t\t"
+        res = self.pc.compress_prompt_llmlingua2(
+            list(documents),
+            rate=rate,
+            use_context_level_filter=False,
+            return_word_label=True,
+            word_sep=sep,
+            force_tokens=list(self.owner.force_tokens),
+            chunk_end_tokens=list(self.owner.chunk_end_tokens),
+        )
+        text = res["fn_labeled_original_prompt"]
+        labels = [w.rsplit(" ", 1)[1] == "1" for w in text.split(sep)] if text else []
+        out, pos = [], 0
+        for doc in documents:
+            spans = [s for c in self.segmenter.chunks(doc) for s in c.spans]
+            out.append(WordDecisions(tuple(spans), tuple(labels[pos : pos + len(spans)])))
+            pos += len(spans)
+        if pos != len(labels):
+            raise RuntimeError(f"llmlingua labelled {len(labels)} words, we found {pos}")
+        return out
+
+
+class LLMLingua2Compressor:
+    name = "llmlingua2"
+    version = "1"
+    question_aware = False
+
+    def __init__(
+        self,
+        count_tokens: TokenCounter | None = None,
+        *,
+        model_path: str | Path = DEFAULT_MODEL,
+        model_id: str | None = None,
+        engine: str = "fast",
+        device: str = "cpu",
+        precision: str = "fp32",
+        force_tokens: Sequence[str] = (),
+        chunk_end_tokens: Sequence[str] = (".", "\n"),
+        max_seq_len: int = 512,
+        protector: Protector | None = None,
+        num_threads: int | None = None,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        device = resolve_device(device)
+        if precision == "int8" and not device.startswith("cpu"):
+            raise ValueError("int8 (dynamic quantization) runs on CPU only")
+        if precision == "bf16" and engine == "reference":
+            raise ValueError("llmlingua's own code cannot read bf16 probabilities")
+        self.count_tokens = count_tokens or ApproxTokenCounter()
+        self.model_path, self.engine, self.device = str(model_path), engine, device
+        self.precision = precision
+        self.model_id = model_id or Path(self.model_path).name
+        self.kind = model_kind(self.model_path)
+        self.force_tokens, self.chunk_end_tokens = tuple(force_tokens), tuple(chunk_end_tokens)
+        self.max_seq_len, self.num_threads = max_seq_len, num_threads
+        self.protector = protector or Protector()
+        self._engine: _FastEngine | _ReferenceEngine | None = None
+        self._lock = threading.Lock()
+
+    def fingerprint(self) -> str:
+        return (
+            f"{self.name}:v{self.version}:model={self.model_id}:engine={self.engine}:"
+            f"device={self.device}:precision={self.precision}:force={list(self.force_tokens)}:"
+            f"ends={list(self.chunk_end_tokens)}:seq={self.max_seq_len}:counter="
+            f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
+        )
+
+    def make_segmenter(self, tokenizer) -> Segmenter:
+        return Segmenter(
+            tokenizer, self.kind, self.force_tokens, self.chunk_end_tokens, self.max_seq_len
+        )
+
+    def _load(self) -> _FastEngine | _ReferenceEngine:
+        with self._lock:
+            if self._engine is None:
+                if self.num_threads:
+                    import torch
+
+                    torch.set_num_threads(self.num_threads)  # process-wide
+                engine_class = _FastEngine if self.engine == "fast" else _ReferenceEngine
+                self._engine = engine_class(self)
+        return self._engine
+
+    def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:
+        """The engine's keep/drop decision for each word (before protected spans)."""
+        rate = min(1.0, max(MIN_RATE, rate))
+        live = [i for i, d in enumerate(documents) if d.strip()]
+        out = [WordDecisions((), ()) for _ in documents]
+        if rate < 1.0 and live:
+            decided = (self._engine or self._load()).decide([documents[i] for i in live], rate)
+            for i, result in zip(live, decided, strict=True):
+                out[i] = result
+        return out
+
+    def compress(
+        self, documents: Sequence[str], *, question: str, budget: Budget
+    ) -> CompressionResult:
+        docs = list(documents)
+        before = [self.count_tokens(d) for d in docs]
+        rate = budget.rate
+        if budget.target_tokens is not None:
+            rate = budget.target_tokens / max(1, sum(before))
+        if rate >= 1.0:
+            return CompressionResult(
+                self.name, tuple(DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))
+            )
+        results = []
+        for doc, n, verdict in zip(docs, before, self.decide(docs, rate), strict=True):
+            units, keep = fold_protected(verdict.spans, verdict.keep, self.protector.spans(doc))
+            text = render_kept(doc, units, keep) if doc.strip() else doc
+            results.append(DocumentResult(text, n, self.count_tokens(text)))
+        return CompressionResult(self.name, tuple(results))

@@ -1,0 +1,70 @@
+import pytest
+
+from compressors.protect import KINDS, Protector, fold_protected, merge_spans, overlaps
+
+TEXT = (
+    "Revenue rose 12.5% to $3,400,000 on 2024-03-15 [1]. It did not fall; see "
+    'https://example.com/a?b=1. We can\'t say. Config {"a": [1, {"b": 2}], "c": "x}"} '
+    "here. On March 5, 2023 at 10:30. Use `pip install x`.\n```python\ndef f():\n"
+    "    return 1\n```\nScores 15\u20131 without v1.2.3 [2, 3]."
+)
+
+
+def found(protector: Protector, text: str = TEXT) -> list[str]:
+    return [text[s:e] for s, e in protector.spans(text)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("number", ["12.5%", "$3,400,000", "15\u20131", "v1.2.3"]),
+        ("date", ["2024-03-15", "March 5, 2023", "10:30"]),
+        ("citation", ["[1]", "[2, 3]"]),
+        ("url", ["https://example.com/a?b=1"]),
+        ("negation", ["not", "can't", "without"]),
+        ("json", ['{"a": [1, {"b": 2}], "c": "x}"}']),
+        ("code", ["`pip install x`", "```python\ndef f():\n    return 1\n```"]),
+    ],
+)
+def test_each_kind(kind, expected):
+    spans = found(Protector([kind]))
+    for piece in expected:
+        assert piece in spans
+
+
+def test_all_kinds_merge_and_sort():
+    spans = Protector().spans(TEXT)
+    assert spans == sorted(spans)
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_invalid_json_and_plain_text_are_not_protected():
+    assert found(Protector(["json"]), 'a {not json} b {"k": 1') == []
+    assert Protector().spans("Plain words only here.") == []
+
+
+def test_extra_patterns_and_fingerprint():
+    base = Protector(["number"])
+    extra = Protector(["number"], [r"\bACME-[A-Z]+\b"])
+    assert found(extra, "ticket ACME-FOO is 3 days old") == ["ACME-FOO", "3"]
+    assert base.fingerprint() != extra.fingerprint()
+    assert Protector(KINDS).fingerprint() == Protector(reversed(KINDS)).fingerprint()
+    with pytest.raises(ValueError):
+        Protector(["emoji"])
+
+
+def test_merge_and_overlap_helpers():
+    assert merge_spans([(5, 8), (0, 2), (1, 3), (8, 9), (4, 4)]) == [(0, 3), (5, 9)]
+    spans = [(0, 3), (5, 9)]
+    assert overlaps(spans, 2, 4) and overlaps(spans, 4, 6) and overlaps(spans, 8, 20)
+    assert not overlaps(spans, 3, 5) and not overlaps(spans, 9, 12)
+
+
+def test_fold_protected_merges_overlapping_units_into_one_kept_unit():
+    units, keep = fold_protected(
+        [(0, 3), (4, 9), (10, 12), (13, 15)], [False, False, True, False], [(5, 11)]
+    )
+    assert units == [(0, 3), (4, 12), (13, 15)]
+    assert keep == [False, True, False]
+    units, keep = fold_protected([(0, 3)], [False], [(20, 25)])
+    assert units == [(0, 3), (20, 25)] and keep == [False, True]

@@ -1,0 +1,66 @@
+import subprocess
+import sys
+
+import pytest
+
+from compressors.base import Budget, Compressor
+from compressors.extractive import ExtractiveCompressor
+from compressors.identity import IdentityCompressor
+from compressors.llmlingua2 import LLMLingua2Compressor
+from compressors.longllmlingua import LongLLMLinguaCompressor
+from compressors.protect import Protector
+from compressors.registry import REGISTRY, build_compressor, names
+from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+
+
+def test_every_name_builds_without_loading_a_model(minilm_path):
+    built = {
+        "identity": build_compressor("identity"),
+        "extractive": build_compressor("extractive", {"model_path": minilm_path}),
+        "llmlingua2": build_compressor("llmlingua2"),
+        "longllmlingua": build_compressor("longllmlingua", {"model_path": "/m/smollm2"}),
+    }
+    assert set(built) == set(names()) == set(REGISTRY)
+    classes = (IdentityCompressor, ExtractiveCompressor, LLMLingua2Compressor,
+               LongLLMLinguaCompressor)  # fmt: skip
+    for (name, compressor), cls in zip(built.items(), classes, strict=True):
+        assert isinstance(compressor, cls) and isinstance(compressor, Compressor)
+        assert compressor.name == name
+        assert compressor.fingerprint().startswith(f"{name}:v")
+    assert built["llmlingua2"]._engine is None and built["extractive"]._model is None
+
+
+def test_options(minilm_path):
+    c = build_compressor("identity", {"tokenizer_path": str(minilm_path)})
+    assert isinstance(c.count_tokens, HFTokenCounter)
+    assert isinstance(build_compressor("identity").count_tokens, ApproxTokenCounter)
+    counter = len
+    c = build_compressor("extractive", {"count_tokens": counter, "protect_kinds": ["code"]})
+    assert c.count_tokens is counter and c.protector.kinds == ("code",)
+    c = build_compressor("llmlingua2", {"protect_patterns": [r"SKU-\d+"]})
+    assert c.protector.fingerprint() != Protector().fingerprint()
+    assert (
+        build_compressor("identity", {"count_tokens": len})
+        .compress(["abc"], question="", budget=Budget())
+        .tokens_before
+        == 3
+    )
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="unknown compressor"):
+        build_compressor("gzip")
+    with pytest.raises(TypeError):
+        build_compressor("identity", {"rate": 0.5})
+    with pytest.raises(ValueError):
+        build_compressor("llmlingua2", {"engine": "turbo"})
+
+
+def test_importing_the_registry_loads_no_model_library():
+    code = (
+        "import sys, compressors.registry as r; r.build_compressor('llmlingua2');"
+        "print(sorted(m for m in ('torch', 'transformers', 'llmlingua',"
+        " 'sentence_transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
