@@ -28,6 +28,8 @@ setup-vllm:
 models: setup-ragtrim
 	@$(PY) deploy/local/build_tiny_llama.py --out $(MODELS)/tiny-llama
 	@$(PY) deploy/local/build_smollm2.py --out $(MODELS)/smollm2-135m-instruct
+	@$(PY) deploy/local/build_lingua_standin.py --out $(MODELS)/lingua2-standin-bert-base-multilingual-cased
+	@$(PY) -c "from compressors.offline import ensure_tiktoken_cache as e; e('$(TIKTOKEN_CACHE_DIR)')"
 
 lint:
 	$(PY) -m ruff check .
@@ -52,5 +54,7 @@ run: setup
 stop:
 	-@$(PY) deploy/local/vllm_server.py stop --pid-file $(RUN_DIR)/vllm.pid
 
+BENCHES := overhead compress_cost fidelity prefix_routing ttft
+
 bench: setup
-	$(PY) -m bench.overhead
+	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
