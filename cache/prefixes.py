@@ -1,8 +1,8 @@
 """The prefix registry: what ragtrim knows about each static prefix, in a KVStore
 (Redis when configured, so every replica sees the same picture).
 
-    prefix:{key}        hash: first_seen, model, replica, requests, prompt_tokens,
-                        cached_tokens, static_tokens
+    prefix:{key}        hash: first_seen, model, requests, prompt_tokens, cached_tokens,
+                        and requests per replica (`replica:<url>`)
     prefix:hot          sorted set: requests per prefix key (warm-up picks the top N)
     prefix:replay:{key} the static part of a request, replayed to warm a replica
 """
@@ -30,8 +30,9 @@ class PrefixRegistry:
         await self.store.hsetnx(f"prefix:{key}", "model", model)
         await self.store.hincr(
             f"prefix:{key}",
-            {"requests": 1, "prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens},
-        )
+            {"requests": 1, "prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens,
+             f"replica:{replica}": 1},
+        )  # fmt: skip
         await self.store.zincr(HOT, key)
 
     async def stats(self, key: str) -> dict[str, str]:

@@ -54,5 +54,6 @@ def test_prefix_registry_hot_list():
         assert [k for k, _ in await reg.hot(3)] == ["k2", "k1"]
         stats = await reg.stats("k2")
         assert float(stats["requests"]) == 5 and float(stats["cached_tokens"]) == 25
+        assert float(stats["replica:r"]) == 5
 
     run(scenario())

