@@ -6,6 +6,8 @@ integration each own one. The request pipeline's order is the `stages` list here
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 
 import httpx
@@ -38,6 +40,8 @@ from proxy.tokens import TargetTokenCounter
 from proxy.upstream import Upstream, make_client, make_transport
 from proxy.warmup import Warmer
 
+log = logging.getLogger("ragtrim")
+
 
 @dataclass
 class Components:
@@ -53,11 +57,21 @@ class Components:
     feedback: Feedback
     forwarder: Forwarder
     passthrough: PassThrough
+    _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.health.start()
+        self._warming = asyncio.create_task(self._warm_engine())
+
+    async def _warm_engine(self) -> None:
+        try:
+            await self.engine.warm()
+        except Exception as exc:  # noqa: BLE001 - logged; requests fail open
+            log.warning("compressor %s failed to load: %r", self.engine.name, exc)
 
     async def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
         await self.health.stop()
         await self.feedback.drain()
         await self.client.aclose()

@@ -45,6 +45,18 @@ class CompressionEngine:
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ragtrim-compress")
         self._running = 0
+        self.state = "cold"  # cold -> loading -> ready | failed
+
+    async def warm(self) -> None:
+        """Load the model in a worker before traffic needs it. Meanwhile requests find
+        the worker busy and are forwarded uncompressed (never slower)."""
+        self.state = "loading"
+        try:
+            await self._run(["ragtrim warms its compressor up."], "warm up?", 0.5)
+        except Exception:  # noqa: BLE001 - a broken compressor fails open per request
+            self.state = "failed"
+            raise
+        self.state = "ready"
 
     @property
     def name(self) -> str:
@@ -89,7 +101,10 @@ class CompressionEngine:
         job = self._pool.submit(call)
         self._running += 1  # until the thread really finishes, timeout or not
         job.add_done_callback(lambda _: self._finished_from_thread(loop))
-        result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(job)), self.timeout)
+        waiting = asyncio.shield(asyncio.wrap_future(job))
+        result = await (
+            asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
+        )
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
     def _finished(self) -> None:

@@ -39,7 +39,8 @@ def build_routes(parts: Components) -> list[BaseRoute]:
 
     async def readyz(_: Request) -> JSONResponse:
         healthy = [ep.url for ep in pool.healthy()]
-        return JSONResponse({"ready": bool(healthy), "healthy": healthy}, 200 if healthy else 503)
+        body = {"ready": bool(healthy), "healthy": healthy, "compressor": parts.engine.state}
+        return JSONResponse(body, 200 if healthy else 503)
 
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")

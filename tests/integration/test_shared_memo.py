@@ -1,6 +1,7 @@
 """Two ragtrim instances sharing real Redis share compressed chunks (real extractive
 compressor, real stub upstream)."""
 
+import time
 import uuid
 
 import httpx
@@ -25,6 +26,13 @@ def rag_body(docs: list[str]) -> dict:
     return {"model": "stub-model", "messages": messages, "stub": {"echo": True}}
 
 
+def wait_compressor_ready(url: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while httpx.get(f"{url}/readyz").json()["compressor"] != "ready":
+        assert time.monotonic() < deadline, "compressor did not load"
+        time.sleep(0.2)
+
+
 def test_memo_hits_across_two_instances(ragtrim):
     tag = uuid.uuid4().hex[:8]
     docs = [
@@ -39,6 +47,8 @@ def test_memo_hits_across_two_instances(ragtrim):
     }
     with serving(StubVllm()) as stub:
         a, b = ragtrim([stub.url], **settings), ragtrim([stub.url], **settings)
+        for proxy in (a, b):  # the first requests would find the model loading: wait
+            wait_compressor_ready(proxy.url)
         first = httpx.post(f"{a.url}/v1/chat/completions", json=rag_body(docs), timeout=60)
         second = httpx.post(f"{b.url}/v1/chat/completions", json=rag_body(docs), timeout=60)
     assert first.headers["x-ragtrim-cache-hits"] == "0/2"

@@ -1,6 +1,8 @@
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
+import httpx
 import pytest
 from stub_vllm import StubVllm
 
@@ -15,6 +17,13 @@ def stub() -> Iterator[ServerThread]:
         yield server
 
 
+def wait_warm(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while httpx.get(f"{url}/readyz").json()["compressor"] in ("cold", "loading"):
+        assert time.monotonic() < deadline, "compressor warm-up did not finish"
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def make_proxy() -> Iterator[Callable[..., ServerThread]]:
     """Start ragtrim (real uvicorn) in front of the given backends."""
@@ -23,6 +32,9 @@ def make_proxy() -> Iterator[Callable[..., ServerThread]]:
         def make(backends: list[str], compressor=None, store=None, **overrides) -> ServerThread:
             settings = Settings(backends=backends, **overrides)
             app = create_app(settings, compressor=compressor, store=store)
-            return stack.enter_context(serving(app))
+            server = stack.enter_context(serving(app))
+            if compressor is not None:  # let its warm-up finish (it holds the worker)
+                wait_warm(server.url)
+            return server
 
         yield make
