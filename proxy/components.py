@@ -94,8 +94,9 @@ def make_engine(
         c.compressor, {"count_tokens": counter, **c.options}
     )
     return CompressionEngine(
-        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers
-    )
+        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
+        count=counter,
+    )  # fmt: skip
 
 
 def make_gate(c: CompressionSettings) -> CostGate:

@@ -9,14 +9,14 @@ the engine refuses at once (`CompressionBusy`): waiting would make the request s
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
-from compressors.base import Budget, Compressor
+from compressors.base import Budget, Compressor, TokenCounter
 
 
 class CompressionBusy(Exception):
@@ -38,8 +38,10 @@ class Outcome:
 
 
 class CompressionEngine:
-    def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int):
+    def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int,
+                 count: TokenCounter | None = None):  # fmt: skip
         self.compressor = compressor
+        self.count = count
         self.memo = memo
         self.timeout = timeout
         self.workers = workers
@@ -65,21 +67,32 @@ class CompressionEngine:
     def fingerprint(self, rate: float) -> str:
         return f"{self.compressor.fingerprint()}|rate={rate:.3f}"
 
+    def _scope(self, documents: Sequence[str], question: str) -> str | None:
+        """What besides the document a memo entry depends on. Question-agnostic: nothing
+        (each chunk is cached on its own, across requests). Question-aware compressors
+        share one budget across the documents (a relevant document keeps more than a
+        distractor), so an entry depends on the question and the whole document set."""
+        if not self.compressor.question_aware:
+            return None
+        return question + "\x00" + content_key(*documents)
+
     async def lookup(self, documents: Sequence[str], question: str, rate: float):
-        q = question if self.compressor.question_aware else None
-        return await self.memo.lookup(self.fingerprint(rate), documents, q)
+        scope = self._scope(documents, question)
+        return await self.memo.lookup(self.fingerprint(rate), documents, scope)
 
     async def compress(self, documents: Sequence[str], question: str, rate: float) -> Outcome:
         start = time.perf_counter()
         entries = await self.lookup(documents, question, rate)
         missing = [i for i, e in enumerate(entries) if e is None]
+        if missing and self.compressor.question_aware:
+            missing = list(range(len(documents)))  # one shared budget: redo them together
         if missing:
             fresh = await self._run([documents[i] for i in missing], question, rate)
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
-            q = question if self.compressor.question_aware else None
+            scope = self._scope(documents, question)
             await self.memo.remember(
-                self.fingerprint(rate), [documents[i] for i in missing], q, fresh
+                self.fingerprint(rate), [documents[i] for i in missing], scope, fresh
             )
         done = [e for e in entries if e is not None]
         return Outcome(
@@ -95,9 +108,11 @@ class CompressionEngine:
         if self._running >= self.workers:
             raise CompressionBusy(f"{self._running} compressions already running")
         loop = asyncio.get_running_loop()
-        call = functools.partial(
-            self.compressor.compress, documents, question=question, budget=Budget(rate=rate)
-        )
+
+        def call():  # in the worker: token counting for the budget included
+            budget = self._budget(documents, rate)
+            return self.compressor.compress(documents, question=question, budget=budget)
+
         job = self._pool.submit(call)
         self._running += 1  # until the thread really finishes, timeout or not
         job.add_done_callback(lambda _: self._finished_from_thread(loop))
@@ -106,6 +121,12 @@ class CompressionEngine:
             asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
         )
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
+
+    def _budget(self, documents: list[str], rate: float) -> Budget:
+        if not self.compressor.question_aware or self.count is None:
+            return Budget(rate=rate)
+        total = sum(self.count(d) for d in documents)  # runs in the worker thread
+        return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
 
     def _finished(self) -> None:
         self._running -= 1
