@@ -65,7 +65,7 @@ class Components:
 
     async def _warm_engine(self) -> None:
         try:
-            await self.engine.warm()
+            await self.engine.warm(self.settings.compression.torch_threads)
         except Exception as exc:  # noqa: BLE001 - logged; requests fail open
             log.warning("compressor %s failed to load: %r", self.engine.name, exc)
 

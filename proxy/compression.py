@@ -49,11 +49,13 @@ class CompressionEngine:
         self._running = 0
         self.state = "cold"  # cold -> loading -> ready | failed
 
-    async def warm(self) -> None:
+    async def warm(self, torch_threads: int = 0) -> None:
         """Load the model in a worker before traffic needs it. Meanwhile requests find
         the worker busy and are forwarded uncompressed (never slower)."""
         self.state = "loading"
         try:
+            if torch_threads:
+                await asyncio.wrap_future(self._pool.submit(_set_torch_threads, torch_threads))
             await self._run(["ragtrim warms its compressor up."], "warm up?", 0.5)
         except Exception:  # noqa: BLE001 - a broken compressor fails open per request
             self.state = "failed"
@@ -137,3 +139,11 @@ class CompressionEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _set_torch_threads(n: int) -> None:
+    try:
+        import torch
+    except ImportError:  # compressors without torch
+        return
+    torch.set_num_threads(n)

@@ -47,10 +47,16 @@ class CompressionSettings(BaseModel):
         200, ge=0, description="Contexts shorter than this are never compressed."
     )
     max_added_ms: float = Field(
-        250.0, ge=0, description="Most compression time the cost gate may add to a request."
+        1000.0, ge=0, description="Most compression time the cost gate may add to a request."
     )
     timeout: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
     workers: int = Field(1, ge=1, description="Compression worker threads.")
+    torch_threads: int = Field(
+        1,
+        ge=0,
+        description="torch intra-op threads for compression (0 = torch's default); "
+        "1 leaves the other cores to the request path and a co-located vLLM.",
+    )
     tokenizer: str = Field(
         "",
         description="Tokenizer dir of the target model for token counts; empty = the "
