@@ -128,12 +128,7 @@ def build(
     store = store if store is not None else make_store(settings, metrics)
     c = settings.compression
     counter = TargetTokenCounter(pool, c.tokenizer)
-    compressor = compressor or build_compressor(
-        c.compressor, {"count_tokens": counter, **c.options}
-    )
-    engine = CompressionEngine(
-        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers
-    )
+    engine = make_engine(c, store, counter, compressor)
     gate = make_gate(c)
     stages = [  # THE pipeline order (canonicalize after compress: see its module)
         TenantStage(settings.tenancy),

@@ -67,3 +67,14 @@ def test_busy_worker_refuses_at_once_and_timeout_fails():
         e.close()
 
     asyncio.run(scenario())
+
+
+def test_app_wiring_gives_question_aware_compressors_a_shared_budget():
+    from proxy.components import build
+    from proxy.settings import Settings
+
+    c = Pooled()
+    parts = build(Settings(backends=["http://127.0.0.1:9"]), compressor=c)
+    asyncio.run(parts.engine.compress(DOCS, "q", 0.5))
+    assert c.budgets[-1].target_tokens is not None
+    parts.engine.close()
