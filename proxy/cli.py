@@ -91,6 +91,8 @@ def serve(settings: Settings) -> int:
         port=settings.port,
         log_level=settings.log_level,
         access_log=False,
+        proxy_headers=False,
+        server_header=False,
         loop="uvloop",
         http="httptools",
     )

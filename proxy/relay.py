@@ -12,7 +12,6 @@ client goes away.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -42,22 +41,28 @@ async def _until_disconnect(receive: Receive) -> None:
 
 
 async def race_disconnect(receive: Receive, work: Awaitable[T]) -> T:
-    """Await `work` unless the client disconnects first (then cancel it)."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_until_disconnect(receive))
+    """Await `work` in this task unless the client disconnects first: a watcher task
+    then cancels this task, and the cancellation closes whatever `work` had open
+    (an upstream connection: vLLM sees the abort)."""
+    current = asyncio.current_task()
+    left = False
+
+    async def watch() -> None:
+        nonlocal left
+        await _until_disconnect(receive)
+        left = True
+        current.cancel()
+
+    watcher = asyncio.ensure_future(watch())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
     except asyncio.CancelledError:
-        task.cancel()
-        raise
+        if not left:
+            raise
+        current.uncancel()
+        raise ClientDisconnected() from None
     finally:
         watcher.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
-    raise ClientDisconnected()
 
 
 class RelayResponse(Response):
