@@ -43,9 +43,20 @@ def spawn(args: list[str], ready_url: str, env: dict | None = None, timeout: flo
 
 
 def spawn_ragtrim(backends: list[str], port: int, env: dict | None = None):
+    """Start ragtrim and wait until it is ready and its compressor has loaded (a
+    benchmark measures the steady state, not the model load at start-up)."""
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port),
             "--backends", ",".join(backends), "--log-level", "warning"]  # fmt: skip
-    return spawn(args, f"http://127.0.0.1:{port}/readyz", env)
+    proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env)
+    deadline = time.monotonic() + 300
+    while httpx.get(f"http://127.0.0.1:{port}/readyz").json().get("compressor") in (
+        "cold", "loading",
+    ):  # fmt: skip
+        if time.monotonic() > deadline:
+            stop(proc)
+            raise RuntimeError("ragtrim's compressor did not load in 300 s")
+        time.sleep(0.2)
+    return proc
 
 
 def stop(proc: subprocess.Popen) -> None:
