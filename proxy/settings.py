@@ -47,7 +47,7 @@ class CompressionSettings(BaseModel):
         200, ge=0, description="Contexts shorter than this are never compressed."
     )
     max_added_ms: float = Field(
-        1000.0, ge=0, description="Most compression time the cost gate may add to a request."
+        2500.0, ge=0, description="Most compression time the cost gate may add to a request."
     )
     timeout: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
     workers: int = Field(1, ge=1, description="Compression worker threads.")
