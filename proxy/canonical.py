@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compressors.templates._messages import SYSTEM_ROLES, message_text, role, with_text
+from compressors.templates import SYSTEM_ROLES, message_text, role, with_text
 
 VOLATILE_BUILTINS: tuple[tuple[str, str], ...] = (
     ("datetime", r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"),

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from compressors.segments import Segmentation
+from compressors.templates._messages import SYSTEM_ROLES, message_text, role, with_text
 from compressors.templates.apply import apply_chat, apply_prompt
 from compressors.templates.body_field import BodyField
 from compressors.templates.haystack_rag import HAYSTACK_RAG
@@ -49,7 +50,17 @@ from compressors.templates.llamaindex_text_qa import LLAMAINDEX_TEXT_QA
 from compressors.templates.patterns import Patterns
 from compressors.templates.tags import Tags
 
-__all__ = ["Recogniser", "apply_chat", "apply_prompt", "segment_chat", "segment_prompt"]
+__all__ = [
+    "SYSTEM_ROLES",
+    "Recogniser",
+    "apply_chat",
+    "apply_prompt",
+    "message_text",
+    "role",
+    "segment_chat",
+    "segment_prompt",
+    "with_text",
+]
 
 
 class Recogniser(Protocol):

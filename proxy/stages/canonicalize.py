@@ -7,7 +7,7 @@ offsets — this order needs no offset bookkeeping.
 
 from __future__ import annotations
 
-from compressors.templates._messages import SYSTEM_ROLES, message_text, role, with_text
+from compressors.templates import SYSTEM_ROLES, message_text, role, with_text
 from proxy.canonical import (
     CanonicalRules,
     canonicalize_chat,
