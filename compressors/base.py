@@ -29,6 +29,12 @@ class Budget:
         if self.target_tokens is not None and self.target_tokens < 0:
             raise ValueError("target_tokens must be >= 0")
 
+    def keep_rate(self, total_tokens: int) -> float:
+        """The share to keep of `total_tokens`: target_tokens when set, else rate."""
+        if self.target_tokens is None:
+            return self.rate
+        return self.target_tokens / max(1, total_tokens)
+
 
 @dataclass(frozen=True)
 class DocumentResult:

@@ -228,9 +228,7 @@ class LLMLingua2Compressor:
     ) -> CompressionResult:
         docs = list(documents)
         before = [self.count_tokens(d) for d in docs]
-        rate = budget.rate
-        if budget.target_tokens is not None:
-            rate = budget.target_tokens / max(1, sum(before))
+        rate = budget.keep_rate(sum(before))
         if rate >= 1.0:
             return CompressionResult(
                 self.name, tuple(DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))

@@ -243,9 +243,7 @@ class LongLLMLinguaCompressor:
     ) -> CompressionResult:
         docs = list(documents)
         before = [self.count_tokens(d) for d in docs]
-        base = budget.rate
-        if budget.target_tokens is not None:
-            base = budget.target_tokens / max(1, sum(before))
+        base = budget.keep_rate(sum(before))
         if base >= 1.0:
             results = tuple(DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))
             return CompressionResult(self.name, results)
