@@ -9,7 +9,7 @@ usage: TTFT = first content chunk, cached tokens from the usage chunk. Then, on 
 replicas whose KV cache holds only --pressure of a prompt set, once more
 ("cache_pressure": where a replica cannot keep every prefix, affinity matters most).
 
-    .venv/bin/python -m bench.prefix_routing [--prompts 8] [--questions 12]
+    .venv/bin/python -m bench.prefix_routing [--prompts 8] [--questions 24]
         [--concurrency 4] [--rounds 4] [--kv-blocks N] [--pressure 0.7 | 0]
 """
 
@@ -264,7 +264,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--prompts", type=int, default=8, help="system prompts per mode")
-    add("--questions", type=int, default=12, help="questions per system prompt")
+    add("--questions", type=int, default=24, help="questions per system prompt")
     add("--rules", type=int, default=18, help="lines per system prompt (~43 tokens each)")
     add("--min-prefix-tokens", type=int, default=512)
     add("--concurrency", type=int, default=4)
