@@ -2,14 +2,28 @@
 
 Used by the compress stage, by POST /v1/compress (warming at ingest) and by the
 LangChain integration. Documents found in the memo cost a lookup; the others go to
-a worker thread (torch releases the GIL) under a timeout. When every worker is busy
-the engine refuses at once (`CompressionBusy`): waiting would make the request slower.
+a worker thread (torch releases the GIL) under a timeout that includes the wait.
+
+Under load, jobs queue for the `workers` threads (FIFO). Whether waiting pays is the
+cost gate's call: the engine tells it the expected wait (`expected_wait_ms`, from the
+characters queued ahead and the measured worker ms per character), and the gate adds
+it to the compression's cost. A job still queued when its request times out is
+cancelled. While the compressor loads, requests are refused at once
+(`CompressionBusy`): the load holds the worker for seconds.
+
+Not done: scoring several queued requests' sentences in one batch. Per request, the
+compressors already score all of a request's sentences in one call (extractive: one
+`encode` of every sentence); a cross-request batch needs a batch entry point in each
+compressor and pays only where a model forward dominates, not for the static-embedding
+request-path compressor whose cost is per token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,7 +44,9 @@ class Outcome:
     tokens_after: int
     hits: int
     misses: int
-    ms: float
+    ms: float  # total added to the request: lookup + queue wait + work
+    work_ms: float = 0.0  # in the worker thread (what the gate learns cost from)
+    wait_ms: float = 0.0  # queued for a worker
 
     @property
     def ratio(self) -> float:
@@ -46,7 +62,9 @@ class CompressionEngine:
         self.timeout = timeout
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ragtrim-compress")
-        self._running = 0
+        self._running = 0  # jobs submitted and not finished (queued or in a worker)
+        self._backlog_chars = 0  # characters of those jobs
+        self._ms_per_char: deque[float] = deque(maxlen=32)
         self.state = "cold"  # cold -> loading -> ready | failed
 
     async def warm(self, torch_threads: int = 0) -> None:
@@ -82,14 +100,27 @@ class CompressionEngine:
         scope = self._scope(documents, question)
         return await self.memo.lookup(self.fingerprint(rate), documents, scope)
 
+    def expected_wait_ms(self, prior_ms_per_char: float) -> float:
+        """How long a new job would queue before a worker takes it: the work ahead
+        spread over the workers (0 while one is free). Jobs in a worker count whole:
+        an overestimate by at most one job, on the safe side."""
+        if self._running < self.workers:
+            return 0.0
+        measured = statistics.median(self._ms_per_char) if self._ms_per_char else None
+        per_char = prior_ms_per_char if measured is None else measured
+        return self._backlog_chars * per_char / self.workers
+
     async def compress(self, documents: Sequence[str], question: str, rate: float) -> Outcome:
+        if self.state == "loading":
+            raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
+        timing: dict[str, float] = {}
         entries = await self.lookup(documents, question, rate)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
         if missing:
-            fresh = await self._run([documents[i] for i in missing], question, rate)
+            fresh = await self._run([documents[i] for i in missing], question, rate, timing)
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
             scope = self._scope(documents, question)
@@ -104,24 +135,37 @@ class CompressionEngine:
             hits=len(documents) - len(missing),
             misses=len(missing),
             ms=(time.perf_counter() - start) * 1000,
+            work_ms=timing.get("work_ms", 0.0),
+            wait_ms=timing.get("wait_ms", 0.0),
         )
 
-    async def _run(self, documents: list[str], question: str, rate: float) -> list[MemoEntry]:
-        if self._running >= self.workers:
-            raise CompressionBusy(f"{self._running} compressions already running")
+    async def _run(self, documents: list[str], question: str, rate: float,
+                   timing: dict[str, float] | None = None) -> list[MemoEntry]:  # fmt: skip
         loop = asyncio.get_running_loop()
+        timing = {} if timing is None else timing
+        submitted = time.perf_counter()
 
         def call():  # in the worker: token counting for the budget included
+            began = time.perf_counter()
+            timing["wait_ms"] = (began - submitted) * 1000
             budget = self._budget(documents, rate)
-            return self.compressor.compress(documents, question=question, budget=budget)
+            out = self.compressor.compress(documents, question=question, budget=budget)
+            timing["work_ms"] = (time.perf_counter() - began) * 1000
+            return out
 
+        chars = sum(len(d) for d in documents)
         job = self._pool.submit(call)
-        self._running += 1  # until the thread really finishes, timeout or not
-        job.add_done_callback(lambda _: self._finished_from_thread(loop))
+        self._running += 1  # until the thread really finishes (or the job is cancelled)
+        self._backlog_chars += chars
+        job.add_done_callback(lambda _: self._finished_from_thread(loop, chars, timing))
         waiting = asyncio.shield(asyncio.wrap_future(job))
-        result = await (
-            asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
-        )
+        try:
+            result = await (
+                asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
+            )
+        except TimeoutError:
+            job.cancel()  # still queued: it never runs; in a worker: it finishes unused
+            raise
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
     def _budget(self, documents: list[str], rate: float) -> Budget:
@@ -130,12 +174,16 @@ class CompressionEngine:
         total = sum(self.count(d) for d in documents)  # runs in the worker thread
         return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
 
-    def _finished(self) -> None:
+    def _finished(self, chars: int, timing: dict[str, float]) -> None:
         self._running -= 1
+        self._backlog_chars -= chars
+        if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate
+            self._ms_per_char.append(timing["work_ms"] / chars)
 
-    def _finished_from_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _finished_from_thread(self, loop: asyncio.AbstractEventLoop, chars: int,
+                              timing: dict[str, float]) -> None:  # fmt: skip
         if not loop.is_closed():
-            loop.call_soon_threadsafe(self._finished)
+            loop.call_soon_threadsafe(self._finished, chars, timing)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,17 +1,22 @@
 """The cost gate: compress only when it makes the request faster ("never slower").
 
 Inputs, all measured online:
-- prefill cost per uncached prompt token, per backend: ms from observed TTFT and
-  the usage vLLM reports (robust: median of the last samples; the conservative —
-  fastest — backend is used, since routing happens after compression);
-- compressor cost per cold token: from observed compressions (median), with a
-  per-compressor prior until the first measurement;
+- prefill cost per uncached prompt token, per backend: from streamed TTFTs and from
+  vLLM's own prefill-time metrics (proxy/prefill.py), each a (tokens, ms) sample.
+  A prefill is `base + per_token × tokens`; what compression saves is the slope, so
+  `PrefillLaw` fits it (Theil–Sen: median of pairwise slopes, robust to a stalled
+  request) and never reports more than the median ms/token ratio (which includes the
+  base). The fastest backend is used, since routing happens after compression;
+- compressor cost per cold token: from observed compressions (median of the worker
+  time, queue wait excluded), with a per-compressor prior until the first one;
+- the queue: the engine's expected wait for a worker (proxy/compression.py);
 - the memo: documents already compressed cost a lookup, not a compression.
 
 Decision for `auto`: compress at the requested rate when
     saved  = context_tokens × (1 − rate) × prefill_ms_per_token
-    cost   = uncached_context_tokens × compressor_ms_per_token
+    cost   = wait_ms + uncached_context_tokens × compressor_ms_per_token
     saved > cost  and  cost ≤ max_added_ms  and  context_tokens ≥ min_context_tokens.
+(no wait when every document is in the memo: no worker is needed).
 `always` compresses whenever a context is found; `never` never does.
 """
 
@@ -27,6 +32,7 @@ from proxy.context import RequestContext
 COMPRESSOR_PRIOR_MS_PER_1K = {"identity": 0.0, "extractive": 120.0, "llmlingua2": 1640.0,
                               "longllmlingua": 3000.0}  # fmt: skip
 MIN_SAMPLE_TOKENS = 64
+MIN_SPREAD = 1.25  # two samples give a slope only when their token counts differ this much
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,40 @@ class RobustRate:
         return statistics.median(self.samples) if self.samples else None
 
 
+class PrefillLaw:
+    """Marginal prefill ms per token from (tokens, ms) samples of one backend.
+
+    Theil–Sen slope over pairs whose token counts differ by ≥ MIN_SPREAD, capped by
+    the median ratio ms/tokens (the slope of a law with a non-negative base is below
+    it; a negative fitted base is noise, and a smaller estimate is the safe side).
+    With too little spread, the median ratio alone. Cached between samples."""
+
+    def __init__(self, window: int = 48):
+        self.samples: deque[tuple[float, float]] = deque(maxlen=window)
+        self._value: float | None = None
+
+    def add(self, ms: float, tokens: float) -> None:
+        if tokens >= MIN_SAMPLE_TOKENS and ms >= 0:
+            self.samples.append((float(tokens), float(ms)))
+            self._value = self._fit()
+
+    def value(self) -> float | None:
+        return self._value
+
+    def _fit(self) -> float:
+        ratio = statistics.median(ms / tokens for tokens, ms in self.samples)
+        pts = sorted(self.samples)
+        slopes = [
+            (m2 - m1) / (t2 - t1)
+            for i, (t1, m1) in enumerate(pts)
+            for t2, m2 in pts[i + 1 :]
+            if t2 >= MIN_SPREAD * t1
+        ]
+        if not slopes:
+            return ratio
+        return min(ratio, max(0.0, statistics.median(slopes)))
+
+
 class CostGate:
     def __init__(self, policy: str, *, compressor: str, min_context_tokens: int,
                  max_added_ms: float, prior_prefill_ms_per_token: float | None = None):  # fmt: skip
@@ -57,18 +97,19 @@ class CostGate:
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
-        self.prefill: dict[str, RobustRate] = {}
+        self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
         self.compressor_prior = COMPRESSOR_PRIOR_MS_PER_1K.get(compressor, 2000.0) / 1000
 
     # feedback -----------------------------------------------------------------
-    def observe_prefill(self, backend: str, uncached_tokens: int, ttft_ms: float) -> None:
-        self.prefill.setdefault(backend, RobustRate()).add(ttft_ms, uncached_tokens)
+    def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float) -> None:
+        self.prefill.setdefault(backend, PrefillLaw()).add(ttft_ms, uncached_tokens)
 
     def observe_compression(self, outcome) -> None:
         if outcome.misses and outcome.tokens_before:
             cold_tokens = outcome.tokens_before * outcome.misses / (outcome.hits + outcome.misses)
-            self.compress_cost.add(outcome.ms, round(cold_tokens))
+            work_ms = getattr(outcome, "work_ms", None)
+            self.compress_cost.add(outcome.ms if work_ms is None else work_ms, round(cold_tokens))
 
     # estimates ----------------------------------------------------------------
     def prefill_ms_per_token(self) -> float | None:
@@ -81,7 +122,7 @@ class CostGate:
 
     # the decision -------------------------------------------------------------
     def decide(self, ctx: RequestContext, *, context_tokens: int, cached_docs: int,
-               total_docs: int, rate: float) -> Decision:  # fmt: skip
+               total_docs: int, rate: float, wait_ms: float = 0.0) -> Decision:  # fmt: skip
         if self.policy == "never":
             return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":
@@ -89,7 +130,7 @@ class CostGate:
         if context_tokens < self.min_context_tokens:
             return Decision("skip", None, f"skip:short-context({context_tokens})")
         cold = context_tokens * (1 - cached_docs / total_docs) if total_docs else 0
-        cost = cold * self.compressor_ms_per_token()
+        cost = cold * self.compressor_ms_per_token() + (wait_ms if cold else 0.0)
         prefill = self.prefill_ms_per_token()
         if prefill is None:
             if cold == 0:
@@ -97,6 +138,8 @@ class CostGate:
             return Decision("skip", None, "skip:no-prefill-measurement")
         saved = context_tokens * (1 - rate) * prefill
         detail = f"saved={saved:.0f}ms,cost={cost:.0f}ms"
+        if cold and wait_ms:
+            detail += f",wait={wait_ms:.0f}ms"
         if cost > self.max_added_ms:
             return Decision("skip", None, f"skip:over-budget({detail})")
         if saved <= cost:

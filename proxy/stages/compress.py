@@ -18,6 +18,7 @@ from proxy.gate import CostGate
 from proxy.metrics import Metrics
 
 log = logging.getLogger("ragtrim.compress")
+CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens: the queue-wait prior before a measurement
 
 
 def requested_rate(ctx: RequestContext, default: float | None) -> float | None:
@@ -64,8 +65,9 @@ class CompressStage:
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         tokens = sum(self.count(t) for t in texts)
         hits = sum(e is not None for e in await self.engine.lookup(texts, question, rate))
+        wait = self.engine.expected_wait_ms(self.gate.compressor_ms_per_token() / CHARS_PER_TOKEN)
         decision = self.gate.decide(ctx, context_tokens=tokens, cached_docs=hits,
-                                    total_docs=len(texts), rate=rate)  # fmt: skip
+                                    total_docs=len(texts), rate=rate, wait_ms=wait)  # fmt: skip
         ctx.decisions["compress"] = decision.reason
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()

@@ -1,6 +1,8 @@
-"""CompressionEngine: memo scopes, shared budgets, busy and timeout behaviour."""
+"""CompressionEngine: memo scopes, shared budgets, the queue, timeouts and loading."""
 
 import asyncio
+import threading
+import time
 
 import pytest
 
@@ -54,16 +56,72 @@ def test_question_aware_share_one_budget_and_scope():
     asyncio.run(scenario())
 
 
-def test_busy_worker_refuses_at_once_and_timeout_fails():
+class Gated(HalfWords):
+    """Blocks in the worker until the test releases it (no sleeps, no races)."""
+
+    def __init__(self):
+        super().__init__()
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def compress(self, documents, *, question, budget):
+        self.started.set()
+        assert self.release.wait(10), "the test never released the worker"
+        return super().compress(documents, question=question, budget=budget)
+
+
+async def until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached before the deadline"
+        await asyncio.sleep(0.01)
+
+
+def test_timeout_includes_the_queue_and_a_queued_job_is_cancelled():
     async def scenario():
-        e = engine(HalfWords(delay=0.5), timeout=0.1)
-        with pytest.raises(TimeoutError):
+        c = Gated()
+        e = engine(c, timeout=0.1)
+        with pytest.raises(TimeoutError):  # runs, blocked: times out, keeps the worker
             await e.compress(DOCS, "q", 0.5)
-        with pytest.raises(CompressionBusy):  # the timed-out job still holds the worker
+        assert c.started.is_set() and e.expected_wait_ms(1.0) > 0
+        with pytest.raises(TimeoutError):  # queued behind it: times out and is dropped
             await e.compress(["other"], "q", 0.5)
-        await asyncio.sleep(0.6)
+        c.release.set()
+        await until(lambda: e.expected_wait_ms(1.0) == 0 and e._running == 0)
         e.timeout = 5.0
-        assert (await e.compress(["other doc"], "q", 0.5)).misses == 1
+        out = await e.compress(["other doc"], "q", 0.5)
+        assert out.misses == 1 and c.calls == 2  # the cancelled job never ran
+        e.close()
+
+    asyncio.run(scenario())
+
+
+def test_expected_wait_counts_the_work_queued_ahead():
+    async def scenario():
+        c = Gated()
+        e = engine(c, timeout=5.0)
+        assert e.expected_wait_ms(2.0) == 0  # a worker is free
+        first = asyncio.create_task(e.compress(["x" * 300], "q", 0.5))
+        await until(c.started.is_set)
+        second = asyncio.create_task(e.compress(["y" * 100], "q", 0.5))
+        await until(lambda: e._running == 2)
+        assert e.expected_wait_ms(2.0) == pytest.approx(400 * 2.0)  # prior: 2 ms per char
+        c.release.set()
+        done = await first
+        await second
+        assert done.work_ms > 0 and done.wait_ms >= 0 and done.ms >= done.work_ms
+        await until(lambda: e._running == 0)
+        assert list(e._ms_per_char) == [pytest.approx(done.work_ms / 300)]  # 100 chars: too few
+        e.close()
+
+    asyncio.run(scenario())
+
+
+def test_loading_compressor_refuses_at_once():
+    async def scenario():
+        e = engine(HalfWords())
+        e.state = "loading"
+        with pytest.raises(CompressionBusy):
+            await e.compress(DOCS, "q", 0.5)
         e.close()
 
     asyncio.run(scenario())

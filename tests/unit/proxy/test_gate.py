@@ -1,9 +1,11 @@
 """The cost gate on synthetic measurements: never slower."""
 
+import statistics
+
 import pytest
 
 from proxy.context import RequestContext
-from proxy.gate import CostGate, RobustRate
+from proxy.gate import CostGate, PrefillLaw, RobustRate
 
 CTX = RequestContext("r", "chat", b"", {"model": "m"}, {})
 
@@ -85,3 +87,35 @@ def test_conservative_backend_and_robust_to_outliers():
     for v in (1.0, 1.1, 0.9, 1.0, 500.0):  # one stalled request
         r.add(v * 100, 100)
     assert r.value() == pytest.approx(1.0)
+
+
+def test_prefill_law_fits_the_slope_not_the_base():
+    law = PrefillLaw()
+    for tokens in (500, 1000, 2000, 3000):  # 15 ms base + 0.03 ms per token
+        law.add(15 + 0.03 * tokens, tokens)
+    assert law.value() == pytest.approx(0.03)
+    single = PrefillLaw()
+    single.add(15 + 0.03 * 3000, 3000)  # one sample: the ratio (base included)
+    assert single.value() == pytest.approx(105 / 3000)
+
+
+def test_prefill_law_stays_below_the_ratio_and_ignores_a_stall():
+    law = PrefillLaw()
+    for tokens, ms in ((1000, 30), (2000, 60), (4000, 120), (2500, 5000)):  # one stall
+        law.add(ms, tokens)
+    assert law.value() == pytest.approx(0.03)
+    noisy = PrefillLaw()
+    noisy.add(100, 1000)
+    noisy.add(110, 1300)  # a steep fitted slope with a negative base: capped
+    assert noisy.value() <= statistics.median([0.1, 110 / 1300])
+
+
+def test_queue_wait_counts_into_the_cost():
+    g = gate(max_added_ms=10_000)
+    feed_prefill(g, 0.5)  # saves 2000 × 0.67 × 0.5 = 670 ms; compression 240 ms
+    assert decide(g).action == "compress"
+    d = g.decide(CTX, context_tokens=2000, cached_docs=0, total_docs=4, rate=0.33, wait_ms=500)
+    assert d.reason.startswith("skip:not-worth-it") and "wait=500ms" in d.reason
+    warm = g.decide(CTX, context_tokens=2000, cached_docs=4, total_docs=4, rate=0.33,
+                    wait_ms=500)  # fmt: skip
+    assert warm.action == "compress"  # every document memoized: no worker, no wait
