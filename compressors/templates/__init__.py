@@ -17,7 +17,8 @@ match wins and an unrecognised prompt gives None (pass it through untouched):
                  marker -- tags.py
   3. framework   default RAG templates recognised from their exact texts (tolerant of
                  whitespace only): LangChain rlm/rag-prompt, stuff chain,
-                 retrieval-qa-chat; LlamaIndex text_qa_template; Haystack RAG example
+                 retrieval-qa-chat; LlamaIndex text_qa, tree_summarize and refine
+                 templates; Haystack's API-docs RAG example and RAG tutorial prompt
   4. patterns    regexes from settings with a named group `context` (optional
                  `question`) -- patterns.py
 
@@ -43,10 +44,13 @@ from compressors.templates._messages import SYSTEM_ROLES, message_text, role, wi
 from compressors.templates.apply import apply_chat, apply_prompt
 from compressors.templates.body_field import BodyField
 from compressors.templates.haystack_rag import HAYSTACK_RAG
+from compressors.templates.haystack_rag_tutorial import HAYSTACK_RAG_TUTORIAL
 from compressors.templates.langchain_rag_prompt import LANGCHAIN_RAG_PROMPT
 from compressors.templates.langchain_retrieval_qa_chat import LANGCHAIN_RETRIEVAL_QA_CHAT
 from compressors.templates.langchain_stuff import LANGCHAIN_STUFF
+from compressors.templates.llamaindex_refine import LLAMAINDEX_REFINE
 from compressors.templates.llamaindex_text_qa import LLAMAINDEX_TEXT_QA
+from compressors.templates.llamaindex_tree_summarize import LLAMAINDEX_TREE_SUMMARIZE
 from compressors.templates.patterns import Patterns
 from compressors.templates.tags import Tags
 
@@ -78,7 +82,10 @@ def _recognisers(body_field: dict | None, patterns: Sequence[str]) -> list[Recog
         LANGCHAIN_STUFF,
         LANGCHAIN_RETRIEVAL_QA_CHAT,
         LLAMAINDEX_TEXT_QA,
+        LLAMAINDEX_TREE_SUMMARIZE,
+        LLAMAINDEX_REFINE,
         HAYSTACK_RAG,
+        HAYSTACK_RAG_TUTORIAL,
         Patterns(tuple(patterns)),
     ]
 
