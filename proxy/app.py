@@ -1,8 +1,14 @@
 """create_app: the HTTP face of one ragtrim instance.
 
 Components (and the pipeline's stage order) are built in proxy/components.py; the
-middleware stack and the routes are assembled here. Tests inject `transport`
-(httpx), `store` and `compressor`.
+middleware stack and the routes are assembled here, outermost first:
+
+    MetricsMiddleware   every request: count by route and status, in flight
+    DataPlane           the OpenAI traffic routes → Forwarder (pure ASGI, no framework)
+    FastAPI/Starlette   control routes: /v1/models, /v1/compress, health, metrics
+
+Tests inject `transport` (a proxy.upstream.transport.Transport), `store` and
+`compressor`.
 """
 
 from __future__ import annotations
@@ -10,7 +16,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import httpx
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -20,11 +25,13 @@ from starlette.responses import Response
 from cache.store import KVStore
 from compressors.base import Compressor
 from proxy.components import build
+from proxy.dataplane import DataPlane
 from proxy.errors import InvalidRequest, NotFound, ProxyError
 from proxy.middleware.metrics import MetricsMiddleware
 from proxy.relay import ClientDisconnected
 from proxy.routes import build_routes
 from proxy.settings import Settings
+from proxy.upstream.transport import Transport
 
 
 def _error_response(exc: ProxyError) -> Response:
@@ -47,14 +54,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         return Response(status_code=499)  # nobody is listening any more
 
     app.add_exception_handler(ProxyError, proxy_error)
-    app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(ClientDisconnected, disconnected)
+    app.add_exception_handler(HTTPException, http_error)
 
 
 def create_app(
     settings: Settings,
     *,
-    transport: httpx.AsyncBaseTransport | None = None,
+    transport: Transport | None = None,
     store: KVStore | None = None,
     compressor: Compressor | None = None,
 ) -> FastAPI:
@@ -68,7 +75,10 @@ def create_app(
         finally:
             await parts.stop()
 
-    middleware = [Middleware(MetricsMiddleware, metrics=parts.metrics)]  # outermost first
+    middleware = [  # outermost first
+        Middleware(MetricsMiddleware, metrics=parts.metrics),
+        Middleware(DataPlane, forwarder=parts.forwarder),
+    ]
     app = FastAPI(
         title="ragtrim", lifespan=lifespan, middleware=middleware, routes=build_routes(parts),
         docs_url=None, redoc_url=None, openapi_url=None,

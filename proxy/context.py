@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from compressors.segments import Segmentation
 
@@ -46,4 +47,4 @@ class RequestContext:
         """The bytes sent upstream: the client's own bytes unless a stage changed the body."""
         if not self.modified:
             return self.raw
-        return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode()
+        return orjson.dumps(self.body)

@@ -4,6 +4,7 @@
     ├── InvalidRequest      400   malformed JSON, wrong types, bad header values
     ├── Unauthorized        401   unknown API key (when tenancy is configured)
     ├── NotFound            404   unknown model or route
+    ├── MethodNotAllowed    405   e.g. GET on /v1/chat/completions
     ├── PayloadTooLarge     413   body above max_body_bytes
     ├── Overloaded          429   admission refused
     └── UpstreamError             the backend side failed
@@ -11,17 +12,14 @@
         ├── NoHealthyBackend      503   no backend is healthy / serves the model
         └── UpstreamTimeout       504   connect, first-byte, idle or total timeout
 
-httpx exceptions never leak: `map_upstream_errors()` turns them into this tree.
-Upstream 4xx responses are not errors here: they are forwarded unchanged.
+Client-library exceptions never leak: `proxy.upstream.transport.upstream_errors()`
+turns them into this tree. Upstream 4xx responses are not errors here: they are
+forwarded unchanged.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-import httpx
 
 
 class ProxyError(Exception):
@@ -66,6 +64,10 @@ class NotFound(ProxyError):
     status, type, code = 404, "invalid_request_error", "model_not_found"
 
 
+class MethodNotAllowed(ProxyError):
+    status, type, code = 405, "invalid_request_error", "method_not_allowed"
+
+
 class PayloadTooLarge(ProxyError):
     status, type, code = 413, "invalid_request_error", "payload_too_large"
 
@@ -81,6 +83,7 @@ class UpstreamError(ProxyError):
 
 class UpstreamUnavailable(UpstreamError):
     status, code, kind = 502, "upstream_unavailable", "unavailable"
+    connect_failed = False  # True when no connection could be opened at all
 
 
 class NoHealthyBackend(UpstreamError):
@@ -89,16 +92,3 @@ class NoHealthyBackend(UpstreamError):
 
 class UpstreamTimeout(UpstreamError):
     status, code, kind = 504, "upstream_timeout", "timeout"
-
-
-@contextmanager
-def map_upstream_errors(backend: str, phase: str) -> Iterator[None]:
-    """Translate httpx/asyncio failures while talking to `backend` into our tree."""
-    try:
-        yield
-    except (httpx.TimeoutException, TimeoutError) as exc:
-        raise UpstreamTimeout(f"backend {backend} timed out ({phase})") from exc
-    except httpx.HTTPError as exc:
-        raise UpstreamUnavailable(
-            f"backend {backend} failed ({phase}): {type(exc).__name__}"
-        ) from exc

@@ -1,40 +1,54 @@
-"""Forwarding one OpenAI request: read, parse, run the pipeline, rank backends,
-open upstream (failover before the first byte), relay the answer, feed back usage."""
+"""Forwarding one request, as a straight line: read → parse → stages → rank →
+exchange → respond → feed back. Pure ASGI: no framework Request object on the hot path.
+
+The pass-through routes (everything under /v1 but models and compress, /tokenize,
+/detokenize) take the same path with route "other": no parsing, no stages.
+"""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from proxy.context import RequestContext
-from proxy.errors import PayloadTooLarge, UpstreamError
+from proxy.errors import PayloadTooLarge, ProxyError, UpstreamError
 from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline
 from proxy.protocol import parse_body
-from proxy.relay import ClientDisconnected, RelayResponse, race_disconnect
+from proxy.relay import ClientDisconnected, RawHeaders, Reply, race_disconnect, relay_stream
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router, healthy_serving_model
-from proxy.upstream import Opened, Upstream, forwardable, response_headers
+from proxy.settings import TimeoutSettings
+from proxy.upstream.exchange import Exchange
+from proxy.upstream.headers import upstream_request_headers
+from proxy.upstream.transport import Transport
 from proxy.usage import UsageTap, cached_tokens, usage_from_json
 
+log = logging.getLogger("ragtrim.forward")
 UPSTREAM_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+Result = tuple[UpstreamError | None, dict[str, Any] | None]
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
     if declared and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body exceeds {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise PayloadTooLarge(f"request body exceeds {limit} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body"):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def ask_for_usage(ctx: RequestContext) -> bool:
@@ -50,89 +64,99 @@ def ask_for_usage(ctx: RequestContext) -> bool:
 class Forwarder:
     pool: EndpointPool
     router: Router
-    upstream: Upstream
+    transport: Transport
+    timeouts: TimeoutSettings
     pipeline: Pipeline
     metrics: Metrics
     feedback: Feedback
     max_body_bytes: int
 
-    async def handle(self, request: Request, route: str) -> Response | RelayResponse:
-        raw = await read_body(request, self.max_body_bytes)
-        body = parse_body(raw, route)
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
-        ctx = RequestContext(request_id, route, raw, body, dict(request.headers))
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
+        reply = Reply(send)
+        try:
+            ctx = await self._prepare(scope, receive, route)
+            await self._forward(ctx, scope, receive, reply)
+        except ClientDisconnected:
+            pass  # counted where it was noticed; nobody is listening any more
+        except ProxyError as exc:
+            await reply.error(exc)
+        except Exception:  # a bug must still leave in the envelope, never as plain text
+            log.exception("unexpected error forwarding %s", scope.get("path"))
+            await reply.error(ProxyError("internal error in ragtrim"))
+
+    async def _prepare(self, scope: Scope, receive: Receive, route: str) -> RequestContext:
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
+        request_id = headers.get("x-request-id") or uuid.uuid4().hex
+        if route == "other":
+            return RequestContext(request_id, route, raw, {}, headers)
+        ctx = RequestContext(request_id, route, raw, parse_body(raw, route), headers)
         await self.pipeline.run(ctx)
-        ranked = self.router.rank(ctx, healthy_serving_model(self.pool, ctx.model))
-        strip_usage = ask_for_usage(ctx)
-        opened = await self._open(request, ctx, ranked, forwardable(request.headers))
-        if response_is_sse(opened):
-            return self._stream(ctx, opened, UsageTap(strip_usage))
-        return await self._whole(request, ctx, opened)
+        return ctx
 
-    async def _open(self, request, ctx, ranked, headers) -> Opened:
-        path, body = UPSTREAM_PATHS[ctx.route], ctx.upstream_body()
+    async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
+                       reply: Reply) -> None:  # fmt: skip
+        other = ctx.route == "other"
+        candidates = healthy_serving_model(self.pool, None if other else ctx.model)
+        ranked = self.router.rank(ctx, candidates)
+        tap = None if other else UsageTap(ask_for_usage(ctx))
+        path = _path(scope) if other else UPSTREAM_PATHS[ctx.route]
+        ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
+                      ctx.upstream_body(), upstream_request_headers(scope["headers"]))  # fmt: skip
+        error: BaseException | None = None
         try:
-            opened = await race_disconnect(
-                request.receive, self.upstream.open_first(ranked, "POST", path, body, headers)
-            )
-        except ClientDisconnected:
-            self.metrics.client_disconnects.labels("before_first_byte").inc()
+            work = self._exchange(ctx, ex, ranked, reply, tap)
+            error, usage = await race_disconnect(receive, work)
+        except ClientDisconnected as exc:
+            error = exc
+            phase = "mid_stream" if reply.started else "before_first_byte"
+            self.metrics.client_disconnects.labels(phase).inc()
             raise
-        except UpstreamError as exc:
-            self.metrics.upstream_errors.labels(ranked[-1].url, exc.kind).inc()
-            raise
-        if opened.endpoint is not ranked[0]:
-            self.metrics.failovers.inc()
-        opened.endpoint.in_flight += 1
-        return opened
-
-    def _headers(self, ctx: RequestContext, opened: Opened) -> list[tuple[str, str]]:
-        out = response_headers(opened.response.headers)
-        out.append(("x-request-id", ctx.request_id))
-        out.append(("x-ragtrim-backend", opened.endpoint.url))
-        out.extend(ctx.response_headers.items())
-        return out
-
-    def _stream(self, ctx: RequestContext, opened: Opened, tap: UsageTap) -> RelayResponse:
-        async def on_close(error: BaseException | None) -> None:
-            await self._close(opened, error)
-            ttft = tap.first_chunk_at
-            ttft_ms = (ttft - opened.sent_at) * 1000 if ttft and error is None else None
-            if ttft_ms is not None:
-                self.metrics.upstream_ttft.labels(opened.endpoint.url).observe(ttft_ms / 1000)
-            self.feedback.observe(ctx, opened.endpoint.url, tap.usage, ttft_ms)
-
-        status = opened.response.status_code
-        return RelayResponse(status, self._headers(ctx, opened), self.upstream.chunks(opened),
-                             on_close, sse=True, chunk_filter=tap)  # fmt: skip
-
-    async def _whole(self, request: Request, ctx: RequestContext, opened: Opened) -> Response:
-        try:
-            content = await race_disconnect(request.receive, self._read_all(opened))
-        except ClientDisconnected:
-            self.metrics.client_disconnects.labels("before_first_byte").inc()
+        except BaseException as exc:
+            error = exc
             raise
         finally:
-            await self._close(opened, None)
-        headers = self._headers(ctx, opened)
-        if opened.response.status_code == 200:
-            usage = usage_from_json(content)
-            if usage is not None:
-                headers.append(("x-ragtrim-cached-tokens", str(cached_tokens(usage))))
-            self.feedback.observe(ctx, opened.endpoint.url, usage, None)
-        return Response(content, opened.response.status_code, headers=dict(headers))
+            await ex.close(error)
+        if error is None and not other:
+            self._observe(ctx, ex, usage)
 
-    async def _read_all(self, opened: Opened) -> bytes:
-        return b"".join([chunk async for chunk in self.upstream.chunks(opened)])
+    async def _exchange(self, ctx: RequestContext, ex: Exchange, ranked, reply: Reply,
+                        tap: UsageTap | None) -> Result:  # fmt: skip
+        await ex.open(ranked)
+        assert ex.response is not None
+        headers = self._headers(ctx, ex)
+        if ex.is_sse:
+            await reply.start(ex.response.status, headers)
+            error = await relay_stream(reply, ex.chunks(), tap, sse=True)
+            return error, tap.usage if tap is not None else None
+        body = await ex.read()
+        usage = usage_from_json(body) if tap is not None and ex.response.status == 200 else None
+        if usage is not None:
+            headers.append((b"x-ragtrim-cached-tokens", str(cached_tokens(usage)).encode()))
+        await reply.whole(ex.response.status, headers, body)
+        return None, usage
 
-    async def _close(self, opened: Opened, error: BaseException | None) -> None:
-        opened.endpoint.in_flight -= 1
-        if isinstance(error, ClientDisconnected):
-            self.metrics.client_disconnects.labels("mid_stream").inc()
-        elif isinstance(error, UpstreamError):
-            self.metrics.upstream_errors.labels(opened.endpoint.url, error.kind).inc()
-        await opened.response.aclose()
+    def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
+        assert ex.response is not None and ex.endpoint is not None
+        out = list(ex.response.headers)
+        out.append((b"x-request-id", ctx.request_id.encode("latin-1")))
+        out.append((b"x-ragtrim-backend", ex.endpoint.url.encode("latin-1")))
+        for name, value in ctx.response_headers.items():
+            out.append((name.encode("latin-1"), value.encode("latin-1")))
+        return out
+
+    def _observe(self, ctx: RequestContext, ex: Exchange, usage: dict[str, Any] | None) -> None:
+        assert ex.endpoint is not None
+        url = ex.endpoint.url
+        ttft_ms = ex.ttft_ms() if ctx.stream else None
+        if ttft_ms is not None:
+            self.metrics.upstream_ttft.labels(url).observe(ttft_ms / 1000)
+            tpot = ex.tpot_s(int((usage or {}).get("completion_tokens") or 0))
+            if tpot is not None:
+                self.metrics.upstream_tpot.labels(url).observe(tpot)
+        self.feedback.observe(ctx, url, usage, ttft_ms)
 
 
-def response_is_sse(opened: Opened) -> bool:
-    return opened.response.headers.get("content-type", "").startswith("text/event-stream")
+def _path(scope: Scope) -> str:
+    query = scope.get("query_string") or b""
+    return scope["path"] + ("?" + query.decode("latin-1") if query else "")

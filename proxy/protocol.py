@@ -1,65 +1,79 @@
-"""Request models: parse once, validate types, keep every unknown field.
+"""Request bodies: parse once, check the few fields ragtrim reads, keep everything else.
 
-`extra="allow"` is what lets vLLM's own fields (cache_salt, chat_template_kwargs,
-stream_options, guided decoding, ...) pass through unchanged.
+Unknown fields are never touched: vLLM's own (cache_salt, chat_template_kwargs,
+stream_options, guided decoding, ...) pass through unchanged. The checks are plain
+code rather than a pydantic model: on the hot path a model validation of the whole
+message list cost more than the rest of the parse (and the proxy reads only these).
+orjson parses ≈ 5× faster than the stdlib and bounds nesting depth (a body nested
+100,000 deep is a 400, not a RecursionError).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import orjson
 
 from proxy.errors import InvalidRequest
 
 
-class _OpenAIRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    model: str
-    stream: bool = False
-    stream_options: dict[str, Any] | None = None
-
-
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-
-
-class ChatCompletionRequest(_OpenAIRequest):
-    messages: list[ChatMessage]
-
-
-class CompletionRequest(_OpenAIRequest):
-    prompt: str | list[str] | list[int] | list[list[int]]
-
-
-ROUTE_MODELS: dict[str, type[_OpenAIRequest]] = {
-    "chat": ChatCompletionRequest,
-    "completions": CompletionRequest,
-}
-
-
 def parse_json(raw: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
     return data
 
 
+def _fail(param: str, message: str) -> InvalidRequest:
+    return InvalidRequest(f"{param}: {message}", param=param)
+
+
+def _check_common(data: dict[str, Any]) -> None:
+    if not isinstance(data.get("model"), str):
+        raise _fail("model", "a string is required")
+    if not isinstance(data.get("stream", False), bool):
+        raise _fail("stream", "must be a boolean")
+    options = data.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise _fail("stream_options", "must be an object")
+
+
+def _check_messages(messages: Any) -> None:
+    if not isinstance(messages, list):
+        raise _fail("messages", "a list of messages is required")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _fail(f"messages.{i}", "must be an object")
+        if not isinstance(message.get("role"), str):
+            raise _fail(f"messages.{i}.role", "a string is required")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise _fail(f"messages.{i}.content", "must be a string or a list of parts")
+        if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
+            raise _fail(f"messages.{i}.content", "every part must be an object")
+
+
+def _is_prompt(prompt: Any) -> bool:
+    if isinstance(prompt, str):
+        return True
+    if not isinstance(prompt, list) or not prompt:
+        return isinstance(prompt, list)
+    first = prompt[0]
+    kind = str if isinstance(first, str) else list if isinstance(first, list) else int
+    if kind is list:
+        return all(isinstance(p, list) and all(type(t) is int for t in p) for p in prompt)
+    return all(type(p) is kind for p in prompt)
+
+
 def parse_body(raw: bytes, route: str) -> dict[str, Any]:
     """JSON-decode and type-check; return the plain dict (the forwarded truth)."""
     data = parse_json(raw)
-    try:
-        ROUTE_MODELS[route].model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
-        raise InvalidRequest(f"{param}: {first['msg']}", param=param) from exc
+    _check_common(data)
+    if route == "chat":
+        _check_messages(data.get("messages"))
+    elif not _is_prompt(data.get("prompt")):
+        raise _fail("prompt", "a string, a list of strings or token ids is required")
     return data

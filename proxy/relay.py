@@ -1,26 +1,28 @@
-"""Sending the upstream answer to the client, untouched, and noticing when the
-client goes away.
+"""Sending the answer to the client, untouched, and noticing when the client goes away.
 
 - `race_disconnect` runs work while watching for `http.disconnect`: a client that
-  leaves before the first upstream byte cancels the work, which closes the upstream
-  connection, which makes vLLM abort the request.
-- `RelayResponse` streams upstream chunks as they arrive (no buffering, no
-  re-serialising) under the same watch; an upstream failure mid-stream ends an SSE
-  stream with an error event instead of a silent truncation.
+  leaves cancels the work (before the first byte or mid-stream), which closes the
+  upstream connection, which makes vLLM abort the request. One watcher per request.
+- `Reply` writes ASGI messages and remembers whether the response has started (after
+  that, an error can only end the stream, never become a status code).
+- `relay_stream` forwards chunks as they arrive (no buffering, no re-serialising); an
+  upstream failure mid-stream ends an SSE stream with an error event instead of a
+  silent truncation.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import Protocol, TypeVar
 
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive, Send
 
 from proxy.errors import ProxyError, UpstreamError
 
 T = TypeVar("T")
+RawHeaders = list[tuple[bytes, bytes]]
+_JSON = (b"content-type", b"application/json")
 
 
 class ChunkFilter(Protocol):
@@ -45,6 +47,7 @@ async def race_disconnect(receive: Receive, work: Awaitable[T]) -> T:
     then cancels this task, and the cancellation closes whatever `work` had open
     (an upstream connection: vLLM sees the abort)."""
     current = asyncio.current_task()
+    assert current is not None
     left = False
 
     async def watch() -> None:
@@ -65,66 +68,45 @@ async def race_disconnect(receive: Receive, work: Awaitable[T]) -> T:
         watcher.cancel()
 
 
-class RelayResponse(Response):
-    """ASGI response streaming `chunks`; `on_close` always runs exactly once."""
+class Reply:
+    def __init__(self, send: Send):
+        self.send = send
+        self.started = False
 
-    def __init__(
-        self,
-        status: int,
-        headers: list[tuple[str, str]],
-        chunks: AsyncIterator[bytes],
-        on_close: Callable[[BaseException | None], Awaitable[None]],
-        *,
-        sse: bool,
-        chunk_filter: ChunkFilter | None = None,
-    ):
-        self.status_code = status
-        self.background = None
-        self.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-        self.chunks = chunks
-        self.on_close = on_close
-        self.sse = sse
-        self.chunk_filter = chunk_filter
+    async def start(self, status: int, headers: RawHeaders) -> None:
+        self.started = True
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        error: BaseException | None = None
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
-            )
-            await race_disconnect(receive, self._pump(send))
-        except BaseException as exc:  # noqa: BLE001 - recorded, then re-raised below
-            error = exc
-            if not isinstance(exc, ClientDisconnected | OSError | UpstreamError):
-                raise
-        finally:
-            await self.on_close(error)
+    async def body(self, chunk: bytes, more: bool) -> None:
+        await self.send({"type": "http.response.body", "body": chunk, "more_body": more})
 
-    async def _pump(self, send: Send) -> None:
-        try:
-            async for chunk in self.chunks:
-                if self.chunk_filter is not None:
-                    chunk = self.chunk_filter(chunk)
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except UpstreamError as exc:
-            if self.sse:
-                await send(
-                    {"type": "http.response.body", "body": exc.sse_event(), "more_body": True}
-                )
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            raise
-        tail = self.chunk_filter.flush() if self.chunk_filter is not None else b""
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+    async def whole(self, status: int, headers: RawHeaders, body: bytes) -> None:
+        headers.append((b"content-length", str(len(body)).encode()))
+        await self.start(status, headers)
+        await self.body(body, False)
+
+    async def error(self, exc: ProxyError, headers: RawHeaders | None = None) -> None:
+        """The error in the OpenAI envelope: as the response when none has started,
+        else as a final SSE event (the OpenAI SDK raises on `error`)."""
+        if self.started:
+            await self.body(exc.sse_event(), False)
+            return
+        await self.whole(exc.status, [_JSON, *(headers or [])], exc.body())
 
 
-async def send_error(send: Send, exc: ProxyError, extra: dict[str, Any] | None = None) -> None:
-    headers = [(b"content-type", b"application/json")]
-    for k, v in (extra or {}).items():
-        headers.append((k.encode(), str(v).encode()))
-    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
-    await send({"type": "http.response.body", "body": exc.body()})
+async def relay_stream(
+    reply: Reply, chunks: AsyncIterator[bytes], chunk_filter: ChunkFilter | None, sse: bool
+) -> UpstreamError | None:
+    """Relay every chunk; return the upstream failure that ended the stream, if any."""
+    try:
+        async for chunk in chunks:
+            if chunk_filter is not None:
+                chunk = chunk_filter(chunk)
+            if chunk:
+                await reply.body(chunk, True)
+    except UpstreamError as exc:
+        await reply.body(exc.sse_event() if sse else b"", False)
+        return exc
+    tail = chunk_filter.flush() if chunk_filter is not None else b""
+    await reply.body(tail, False)
+    return None

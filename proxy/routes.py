@@ -1,6 +1,7 @@
-"""HTTP routes, as plain Starlette routes (ragtrim parses and validates bodies
-itself, once; FastAPI's per-route dependency machinery would only add latency).
-Handlers are closures over the components create_app built — nothing on app.state."""
+"""The control routes, as plain Starlette routes. The traffic routes (chat,
+completions, pass-through) never get here: proxy/dataplane.py sends them to the
+forwarder first. Handlers are closures over the components create_app built —
+nothing on app.state."""
 
 from __future__ import annotations
 
@@ -12,22 +13,13 @@ from proxy.components import Components
 from proxy.forward import read_body
 from proxy.ingest import compress_documents
 
-PASS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-
 
 def build_routes(parts: Components) -> list[BaseRoute]:
-    forwarder, passthrough, pool, metrics = (
-        parts.forwarder, parts.passthrough, parts.pool, parts.metrics,
-    )  # fmt: skip
-
-    async def chat_completions(request: Request):
-        return await forwarder.handle(request, "chat")
-
-    async def completions(request: Request):
-        return await forwarder.handle(request, "completions")
+    pool, metrics = parts.pool, parts.metrics
 
     async def compress(request: Request) -> JSONResponse:
-        raw = await read_body(request, parts.settings.max_body_bytes)
+        declared = request.headers.get("content-length")
+        raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
         rate = parts.settings.compression.rate
         return JSONResponse(await compress_documents(parts.engine, raw, rate))
 
@@ -45,18 +37,10 @@ def build_routes(parts: Components) -> list[BaseRoute]:
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
-    async def passthrough_endpoint(request: Request):
-        return await passthrough.handle(request)
-
     return [
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/completions", completions, methods=["POST"]),
         Route("/v1/compress", compress, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/v1/{rest:path}", passthrough_endpoint, methods=PASS_METHODS),
-        Route("/tokenize", passthrough_endpoint, methods=["POST"]),
-        Route("/detokenize", passthrough_endpoint, methods=["POST"]),
     ]

@@ -1,0 +1,8 @@
+"""The upstream side of ragtrim: one client stack per worker, one exchange per request.
+
+transport.py  `Transport`: the one-method seam to an HTTP client (aiohttp by default);
+              lower-layer errors are mapped into the ProxyError tree in one place
+headers.py    which headers cross the proxy, as raw bytes
+exchange.py   `Exchange`: in-flight slot, failover before the first byte, deadlines,
+              relay, and what the answer teaches (TTFT, TPOT) — released in one place
+"""

@@ -1,0 +1,154 @@
+"""One request's exchange with the backends, from the first send to the last byte.
+
+    ex = Exchange(transport, timeouts, metrics, method, path, body, headers)
+    try:
+        await ex.open(ranked)          # failover walk; in-flight slot taken before sending
+        async for chunk in ex.chunks():  # or: await ex.read()
+            ...
+    finally:
+        await ex.close(error)          # the one place everything is released
+
+- The endpoint's in-flight count rises *before* the request is sent (a non-streamed
+  request's headers arrive only after the whole generation: counting from then on
+  would hide it from the load scorer and the bounded-load picker).
+- Failover walks the ranked replicas only before the first byte reaches the client:
+  on connection failures, first-byte timeouts and 502/503/504 answers. A replica that
+  refuses connections is marked unhealthy at once (the health checks bring it back).
+- Deadlines: `first_byte` until the response headers, `idle` between two chunks,
+  `total` for the whole exchange.
+- Timestamps of the first and last body chunk give TTFT and TPOT for feedback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+
+from proxy.errors import ProxyError, UpstreamError, UpstreamTimeout
+from proxy.metrics import Metrics
+from proxy.routing.endpoint import Endpoint
+from proxy.settings import TimeoutSettings
+from proxy.upstream.headers import header_value
+from proxy.upstream.transport import Transport, UpstreamResponse, upstream_errors
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+class Exchange:
+    def __init__(
+        self, transport: Transport, timeouts: TimeoutSettings, metrics: Metrics,
+        method: str, path: str, body: bytes, headers: list[tuple[str, str]],
+    ):  # fmt: skip
+        self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
+        self.method, self.path, self.body, self.headers = method, path, body, headers
+        self.endpoint: Endpoint | None = None
+        self.response: UpstreamResponse | None = None
+        self._slot: Endpoint | None = None  # whose in-flight count this exchange holds
+        self.sent_at = self.first_chunk_at = self.last_chunk_at = 0.0
+        self._complete = False
+
+    @property
+    def is_sse(self) -> bool:
+        assert self.response is not None
+        return header_value(self.response.headers, b"content-type").startswith(b"text/event-stream")
+
+    async def open(self, ranked: Sequence[Endpoint]) -> None:
+        """Send to the ranked endpoints in order until one answers for good."""
+        last: UpstreamError | None = None
+        for i, ep in enumerate(ranked):
+            self._take(ep)
+            try:
+                response = await self._send(ep)
+            except UpstreamError as exc:
+                self._count_error(exc)
+                if getattr(exc, "connect_failed", False):
+                    ep.healthy = False
+                self._give_back()
+                last = exc
+                continue
+            if response.status in RETRY_STATUSES and i + 1 < len(ranked):
+                response.abort()
+                self._give_back()
+                continue
+            self.response = response
+            if i:
+                self.metrics.failovers.inc()
+            return
+        assert last is not None, "open() needs at least one endpoint"
+        raise last
+
+    async def _send(self, ep: Endpoint) -> UpstreamResponse:
+        self.sent_at = time.perf_counter()
+        with upstream_errors(ep.url, "before first byte"):
+            async with asyncio.timeout(self.timeouts.first_byte):
+                return await self.transport.send(
+                    self.method, ep.url + self.path, self.headers, self.body
+                )
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """Body chunks as they arrive, under the idle and total deadlines."""
+        assert self.response is not None and self.endpoint is not None
+        url, idle = self.endpoint.url, self.timeouts.idle
+        deadline = self.sent_at + self.timeouts.total
+        iterator = self.response.chunks().__aiter__()
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise UpstreamTimeout(f"backend {url} timed out (total)")
+            with upstream_errors(url, "mid-stream"):
+                try:
+                    async with asyncio.timeout(min(idle, remaining)):
+                        chunk = await iterator.__anext__()
+                except StopAsyncIteration:
+                    self._complete = True
+                    return
+            self.last_chunk_at = time.perf_counter()
+            if not self.first_chunk_at:
+                self.first_chunk_at = self.last_chunk_at
+            yield chunk
+
+    async def read(self) -> bytes:
+        """The whole body, under the total deadline."""
+        assert self.response is not None and self.endpoint is not None
+        remaining = self.sent_at + self.timeouts.total - time.perf_counter()
+        with upstream_errors(self.endpoint.url, "reading the body"):
+            async with asyncio.timeout(max(0.0, remaining)):
+                body = await self.response.read()
+        self.first_chunk_at = self.last_chunk_at = time.perf_counter()
+        self._complete = True
+        return body
+
+    def ttft_ms(self) -> float | None:
+        return (self.first_chunk_at - self.sent_at) * 1000 if self.first_chunk_at else None
+
+    def tpot_s(self, completion_tokens: int) -> float | None:
+        """Seconds per output token after the first (streams only)."""
+        if completion_tokens < 2 or self.last_chunk_at <= self.first_chunk_at:
+            return None
+        return (self.last_chunk_at - self.first_chunk_at) / (completion_tokens - 1)
+
+    async def close(self, error: BaseException | None) -> None:
+        """Release the connection (back to the pool only after a complete read) and the
+        in-flight slot; count the failure, if any."""
+        if self.response is not None:
+            if self._complete and error is None:
+                self.response.release()
+            else:
+                self.response.abort()
+        if isinstance(error, UpstreamError) and self.response is not None:
+            self._count_error(error)  # failures before the answer were counted in open()
+        self._give_back()
+
+    def _take(self, ep: Endpoint) -> None:
+        self.endpoint = self._slot = ep
+        ep.in_flight += 1
+
+    def _give_back(self) -> None:
+        if self._slot is not None:
+            self._slot.in_flight -= 1
+            self._slot = None
+
+    def _count_error(self, exc: ProxyError) -> None:
+        if self.endpoint is not None and isinstance(exc, UpstreamError):
+            self.metrics.upstream_errors.labels(self.endpoint.url, exc.kind).inc()

@@ -1,0 +1,39 @@
+"""Which headers cross the proxy. Kept as raw ASGI bytes: decoding every header of
+every request only to re-encode it costs more than the filtering itself."""
+
+from __future__ import annotations
+
+HOP_BY_HOP = frozenset(
+    {
+        b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+        b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+    }
+)  # fmt: skip
+# uvicorn writes its own; forwarding the backend's would duplicate them.
+SERVER_SET = frozenset({b"date", b"server"})
+_NOT_BACK = HOP_BY_HOP | SERVER_SET
+
+RawHeaders = list[tuple[bytes, bytes]]
+
+
+def upstream_request_headers(raw: RawHeaders) -> list[tuple[str, str]]:
+    """ASGI request headers (lower-case names) worth forwarding, hop-by-hop dropped."""
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in HOP_BY_HOP]
+
+
+def client_response_headers(raw: RawHeaders) -> RawHeaders:
+    """Backend response headers for the client: lower-cased, hop-by-hop and the ones
+    the server writes itself dropped."""
+    out = []
+    for k, v in raw:
+        name = k.lower()
+        if name not in _NOT_BACK:
+            out.append((name, v))
+    return out
+
+
+def header_value(raw: RawHeaders, name: bytes) -> bytes:
+    for k, v in raw:
+        if k == name:
+            return v
+    return b""
