@@ -26,6 +26,7 @@ from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
+from proxy.routing.discovery import Discovery, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
 from proxy.routing.load import LeastLoaded
@@ -57,9 +58,12 @@ class Components:
     feedback: Feedback
     forwarder: Forwarder
     transport: Transport
+    discovery: Discovery | None = None
     _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        if self.discovery is not None:
+            await self.discovery.start()  # first look-up before the first health round
         await self.health.start()
         self._warming = asyncio.create_task(self._warm_engine())
 
@@ -72,6 +76,8 @@ class Components:
     async def stop(self) -> None:
         if self._warming is not None:
             self._warming.cancel()
+        if self.discovery is not None:
+            await self.discovery.stop()
         await self.health.stop()
         await self.feedback.drain()
         await self.client.aclose()
@@ -132,7 +138,9 @@ def build(
     compressor: Compressor | None = None,
 ) -> Components:
     metrics = Metrics()
-    pool = EndpointPool.from_urls(settings.backends)
+    static_backends, dns_targets = split_backends(settings.backends)
+    pool = EndpointPool.from_urls(static_backends)
+    metrics.watch_pool(pool)
     transport = transport or AiohttpTransport(settings.timeouts.connect)
     client = make_control_client(settings.timeouts)
     store = store if store is not None else make_store(settings, metrics)
@@ -153,8 +161,13 @@ def build(
                           metrics, feedback, settings.max_body_bytes)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
+    discovery = None
+    if dns_targets:  # joiners are health-checked at once; on_healthy warms them
+        resolver = make_resolver(settings.discovery)
+        discovery = Discovery(dns_targets, pool, resolver, settings.discovery, metrics,
+                              health.check)  # fmt: skip
     return Components(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder, transport=transport,
+        forwarder=forwarder, transport=transport, discovery=discovery,
     )  # fmt: skip

@@ -31,6 +31,29 @@ class EndpointPool:
     def from_urls(cls, urls: list[str]) -> EndpointPool:
         return cls([Endpoint(url) for url in urls])
 
+    def get(self, url: str) -> Endpoint | None:
+        return next((ep for ep in self.endpoints if ep.url == url), None)
+
+    def add(self, url: str) -> Endpoint:
+        """Join a replica (unhealthy until its first health check); idempotent per URL.
+
+        The list is replaced, never mutated: a caller iterating the old one is unaffected.
+        """
+        existing = self.get(url)
+        if existing is not None:
+            return existing
+        ep = Endpoint(url)
+        self.endpoints = [*self.endpoints, ep]
+        return ep
+
+    def remove(self, url: str) -> Endpoint | None:
+        """Drop a replica for new picks only: requests already relaying hold their own
+        reference to the Endpoint and finish on it (its in_flight still counts down)."""
+        ep = self.get(url)
+        if ep is not None:
+            self.endpoints = [e for e in self.endpoints if e is not ep]
+        return ep
+
     def healthy(self) -> list[Endpoint]:
         return [ep for ep in self.endpoints if ep.healthy]
 
