@@ -1,5 +1,9 @@
 """After the answer: what vLLM reported flows back into metrics, the cost gate and
-the prefix registry. Never on the client's critical path; failures fail open."""
+the prefix registry. Never on the client's critical path; failures fail open.
+
+The gate's prefill samples come from two sources: a streamed response's TTFT with
+the usage vLLM reported, and (for every response, streamed or not) the backend's own
+prefill metrics, read by `prefill` (a PrefillScraper, proxy/prefill.py) when set."""
 
 from __future__ import annotations
 
@@ -23,6 +27,12 @@ class Feedback:
         self.prefixes = prefixes
         self._totals: dict[str, list[int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.prefill = None  # a PrefillScraper, wired by components
+
+    def prefill_sample(self, backend: str, tokens: float, ms: float) -> None:
+        """One (tokens, ms) point read from a backend's metrics."""
+        self.metrics.prefill_samples.labels(backend, "metrics").inc()
+        self.gate.observe_prefill(backend, tokens, ms)
 
     def observe(self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None,
                 ttft_ms: float | None) -> None:  # fmt: skip
@@ -37,7 +47,10 @@ class Feedback:
         if totals[0]:
             self.metrics.prefix_hit_ratio.labels(backend).set(totals[1] / totals[0])
         if ttft_ms is not None:
+            self.metrics.prefill_samples.labels(backend, "stream").inc()
             self.gate.observe_prefill(backend, prompt - cached, ttft_ms)
+        if self.prefill is not None:
+            self.prefill.poke(backend)
         if ctx.prefix_key:
             self._spawn(self._record(ctx, backend, prompt, cached))
 
@@ -57,5 +70,7 @@ class Feedback:
         task.add_done_callback(self._tasks.discard)
 
     async def drain(self) -> None:
+        if self.prefill is not None:
+            await self.prefill.drain()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)

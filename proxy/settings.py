@@ -29,18 +29,6 @@ class HealthSettings(BaseModel):
     timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
 
 
-class DiscoverySettings(BaseModel):
-    interval: float = Field(
-        5.0, gt=0, description="Seconds between DNS look-ups of dns+http:// backends."
-    )
-    timeout: float = Field(2.0, gt=0, description="Seconds a DNS look-up may take.")
-    nameserver: str = Field(
-        "",
-        description="DNS server (host or host:port) for dns+http:// backends; empty = the "
-        "system resolver (getaddrinfo).",
-    )
-
-
 class CompressionSettings(BaseModel):
     enabled: bool = Field(True, description="Find and compress retrieved context.")
     compressor: str = Field(
@@ -79,6 +67,14 @@ class CompressionSettings(BaseModel):
         description="Regexes with a named group `context` (and optional `question`).",
     )
     memo_ttl: float = Field(7 * 24 * 3600, gt=0, description="Seconds a compressed chunk is kept.")
+    prefill_metrics: bool = Field(
+        True,
+        description="Learn each backend's prefill cost from its vLLM /metrics after responses "
+        "(non-streamed traffic gives no TTFT).",
+    )
+    prefill_scrape_interval: float = Field(
+        0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
+    )
 
 
 class CanonicalSettings(BaseModel):
@@ -138,12 +134,10 @@ class Settings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on.")
     backends: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["http://127.0.0.1:8000"],
-        description="vLLM base URLs, comma-separated (without /v1); dns+http://name:port "
-        "is resolved to one backend per address (a headless Service) every discovery interval.",
+        description="vLLM base URLs, comma-separated (without /v1).",
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
-    discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."
     )

@@ -12,9 +12,17 @@ steer it through an extra body field (ragtrim forwards unknown fields unchanged)
 `fail_after` drops the connection after n SSE events (a mid-stream failure);
 `delay` waits before the response headers. GET /stub/stats reports how many
 requests started, finished, and were aborted by the client (the proxy closing
-its upstream connection); POST /stub/reset clears it.
+its upstream connection); POST /stub/reset clears it (and the prefix cache).
+
+By default it answers at once with fixed usage (5 prompt tokens). With a
+`PrefillSim` (prefill_sim.py) it behaves like a GPU-speed vLLM instead: the first
+token waits `base + per_token × uncached prompt tokens`, a 16-token-block prefix
+cache serves repeated prefixes, usage reports real prompt tokens and
+`prompt_tokens_details.cached_tokens`, and GET /metrics exports vLLM's prefill
+series. `root` puts a model dir in the /v1/models card, as vLLM does.
 
 Run: python deploy/local/stub_vllm.py --port 8199 [--model NAME]
+         [--per-token-ms 0.1 [--base-ms 15] [--tokenizer DIR] [--cache-blocks N]]
 """
 
 from __future__ import annotations
@@ -24,16 +32,24 @@ import asyncio
 import json
 import sys
 
+from prefill_sim import PrefillSim
+
 MODEL = "stub-model"
+FIXED_USAGE = (5, 0)  # prompt tokens, cached tokens without a PrefillSim
 
 
-def _completion(model: str, chat: bool) -> dict:
+def _usage(prompt: int, cached: int, completion: int) -> dict:
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached}}  # fmt: skip
+
+
+def _completion(model: str, chat: bool, usage: dict) -> dict:
     choice = (
         {"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}
         if chat
         else {"index": 0, "text": "hello", "finish_reason": "stop"}
     )
-    usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
     return {"id": "cmpl-stub", "object": "chat.completion", "model": model,
             "choices": [choice], "usage": usage}  # fmt: skip
 
@@ -46,8 +62,10 @@ def _event(model: str, chat: bool, i: int) -> bytes:
 
 
 class StubVllm:
-    def __init__(self, model: str = MODEL):
+    def __init__(self, model: str = MODEL, *, prefill: PrefillSim | None = None, root: str = ""):
         self.model = model
+        self.prefill = prefill
+        self.root = root
         self.stats = {"started": 0, "finished": 0, "aborted": 0}
 
     async def __call__(self, scope, receive, send):
@@ -67,12 +85,17 @@ class StubVllm:
             await self._complete(json.loads(body or b"{}"), path.endswith("chat/completions"),
                                  receive, send)  # fmt: skip
         elif path == "/v1/models":
-            await _json(send, 200, {"object": "list", "data": [{"id": self.model,
-                                                                  "object": "model"}]})  # fmt: skip
+            root = {"root": self.root} if self.root else {}
+            card = {"id": self.model, "object": "model", **root}
+            await _json(send, 200, {"object": "list", "data": [card]})
+        elif path == "/metrics" and self.prefill is not None:
+            await _text(send, self.prefill.metrics_text(self.model))
         elif path == "/stub/stats":
             await _json(send, 200, self.stats)
         elif path == "/stub/reset":
             self.stats.update(started=0, finished=0, aborted=0)
+            if self.prefill is not None:
+                self.prefill.reset()
             await _json(send, 200, self.stats)
         elif path in ("/health", "/tokenize"):
             await _json(send, 200, {"tokens": [1, 2, 3], "count": 3} if path == "/tokenize" else {})
@@ -93,7 +116,9 @@ class StubVllm:
             elif req.get("stream"):
                 await self._stream(req, chat, opts, send, watcher)
             else:
-                payload = _completion(opts.get("model", self.model), chat)
+                prompt, cached = await self._prefill(req, chat)
+                usage = _usage(prompt, cached, 1)
+                payload = _completion(opts.get("model", self.model), chat, usage)
                 if opts.get("echo"):
                     payload["echo"] = req
                 await _json(send, 200, payload)
@@ -103,10 +128,21 @@ class StubVllm:
         finally:
             watcher.cancel()
 
+    async def _prefill(self, req: dict, chat: bool) -> tuple[int, int]:
+        """Wait as long as the simulated prefill takes; (prompt, cached) tokens."""
+        if self.prefill is None:
+            return FIXED_USAGE
+        prompt, cached, seconds = self.prefill.admit(req, chat)
+        await asyncio.sleep(seconds)
+        self.prefill.record(prompt, cached, seconds)
+        return prompt, cached
+
     async def _stream(self, req, chat, opts, send, watcher) -> None:
         headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for i in range(opts.get("chunks", 20)):
+        prompt, cached = await self._prefill(req, chat)
+        chunks = opts.get("chunks", 20)
+        for i in range(chunks):
             if i == opts.get("fail_after", -1):
                 raise _Drop()
             if opts.get("chunk_delay"):
@@ -116,8 +152,7 @@ class StubVllm:
             await send({"type": "http.response.body", "body": _event(self.model, chat, i),
                         "more_body": True})  # fmt: skip
         if (req.get("stream_options") or {}).get("include_usage"):
-            usage = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6,
-                     "prompt_tokens_details": {"cached_tokens": 0}}  # fmt: skip
+            usage = _usage(prompt, cached, chunks if self.prefill else 1)
             last = {"id": "cmpl-stub", "object": "chat.completion.chunk", "choices": [],
                     "usage": usage}  # fmt: skip
             await send({"type": "http.response.body", "more_body": True,
@@ -134,6 +169,14 @@ async def _disconnected(receive) -> None:
         pass
 
 
+async def _text(send, text: str) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain; version=0.0.4"),
+               (b"content-length", str(len(body)).encode())]  # fmt: skip
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def _json(send, status: int, payload: dict) -> None:
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -148,9 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8199)
     parser.add_argument("--model", default=MODEL)
+    parser.add_argument("--per-token-ms", type=float, help="simulate prefill (else answer at once)")
+    parser.add_argument("--base-ms", type=float, default=15.0)
+    parser.add_argument("--tokenizer", default="", help="HF model dir (default: word tokens)")
+    parser.add_argument("--cache-blocks", type=int, default=65_536, help="16-token blocks")
     args = parser.parse_args(argv)
-    uvicorn.run(StubVllm(args.model), host=args.host, port=args.port, log_level="warning",
-                access_log=False, loop="uvloop", http="httptools")  # fmt: skip
+    prefill = None
+    if args.per_token_ms is not None:
+        prefill = PrefillSim(args.per_token_ms, args.base_ms, capacity_blocks=args.cache_blocks,
+                             tokenizer=args.tokenizer)  # fmt: skip
+    uvicorn.run(StubVllm(args.model, prefill=prefill, root=args.tokenizer), host=args.host,
+                port=args.port, log_level="warning", access_log=False, loop="uvloop",
+                http="httptools")  # fmt: skip
     return 0
 
 
