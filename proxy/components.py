@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
@@ -22,23 +23,23 @@ from proxy.feedback import Feedback
 from proxy.forward import Forwarder
 from proxy.gate import CostGate
 from proxy.metrics import Metrics
-from proxy.passthrough import PassThrough
 from proxy.pipeline import Pipeline
 from proxy.prefill import PrefillScraper
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
+from proxy.routing.discovery import Discovery, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Router, Weighted
 from proxy.routing.scorers import RoundRobin
-from proxy.settings import CompressionSettings, RoutingSettings, Settings
+from proxy.settings import CompressionSettings, RoutingSettings, Settings, TimeoutSettings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
 from proxy.tokens import TargetTokenCounter
-from proxy.upstream import Upstream, make_client, make_transport
+from proxy.upstream.transport import AiohttpTransport, Transport
 from proxy.warmup import Warmer
 
 log = logging.getLogger("ragtrim")
@@ -57,10 +58,13 @@ class Components:
     prefixes: PrefixRegistry
     feedback: Feedback
     forwarder: Forwarder
-    passthrough: PassThrough
+    transport: Transport
+    discovery: Discovery | None = None
     _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        if self.discovery is not None:
+            await self.discovery.start()  # first look-up before the first health round
         await self.health.start()
         self._warming = asyncio.create_task(self._warm_engine())
 
@@ -73,11 +77,23 @@ class Components:
     async def stop(self) -> None:
         if self._warming is not None:
             self._warming.cancel()
+        if self.discovery is not None:
+            await self.discovery.stop()
         await self.health.stop()
         await self.feedback.drain()
         await self.client.aclose()
+        await self.transport.aclose()
         await self.store.aclose()
         self.engine.close()
+
+
+def make_control_client(timeouts: TimeoutSettings) -> httpx.AsyncClient:
+    """For health checks and warm-up (not the data plane): it never stores cookies."""
+    timeout = httpx.Timeout(
+        connect=timeouts.connect, read=None, write=timeouts.connect, pool=timeouts.connect
+    )
+    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+    return httpx.AsyncClient(timeout=timeout, cookies=jar)
 
 
 def make_store(settings: Settings, metrics: Metrics) -> KVStore:
@@ -118,14 +134,16 @@ def make_router(r: RoutingSettings) -> Router:
 def build(
     settings: Settings,
     *,
-    transport: httpx.AsyncBaseTransport | None = None,
+    transport: Transport | None = None,
     store: KVStore | None = None,
     compressor: Compressor | None = None,
 ) -> Components:
     metrics = Metrics()
-    pool = EndpointPool.from_urls(settings.backends)
-    transport = make_transport(transport)
-    client = make_client(settings.timeouts, transport)
+    static_backends, dns_targets = split_backends(settings.backends)
+    pool = EndpointPool.from_urls(static_backends)
+    metrics.watch_pool(pool)
+    transport = transport or AiohttpTransport(settings.timeouts.connect)
+    client = make_control_client(settings.timeouts)
     store = store if store is not None else make_store(settings, metrics)
     c = settings.compression
     counter = TargetTokenCounter(pool, c.tokenizer)
@@ -138,19 +156,22 @@ def build(
         CanonicalizeStage(settings.canonical, metrics),
     ]
     router = make_router(settings.routing)
-    upstream = Upstream(transport, settings.timeouts)
     prefixes = PrefixRegistry(store)
     feedback = Feedback(metrics, gate, prefixes)
     if c.prefill_metrics:
         feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
                                           min_interval=c.prefill_scrape_interval)  # fmt: skip
-    forwarder = Forwarder(pool, router, upstream, Pipeline(stages, metrics), metrics, feedback,
-                          settings.max_body_bytes)  # fmt: skip
+    forwarder = Forwarder(pool, router, transport, settings.timeouts, Pipeline(stages, metrics),
+                          metrics, feedback, settings.max_body_bytes)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
+    discovery = None
+    if dns_targets:  # joiners are health-checked at once; on_healthy warms them
+        resolver = make_resolver(settings.discovery)
+        discovery = Discovery(dns_targets, pool, resolver, settings.discovery, metrics,
+                              health.check)  # fmt: skip
     return Components(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder,
-        passthrough=PassThrough(pool, router, upstream, settings.max_body_bytes),
+        forwarder=forwarder, transport=transport, discovery=discovery,
     )  # fmt: skip

@@ -4,7 +4,9 @@ owned by one app instance — no process-global registry."""
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
+TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6, 1.2)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -21,6 +23,13 @@ class Metrics:
             "Time from sending upstream to its first body byte",
             ["backend"],
             buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.upstream_tpot = Histogram(
+            "ragtrim_upstream_tpot_seconds",
+            "Time per output token after the first, streamed answers",
+            ["backend"],
+            buckets=TPOT_BUCKETS,
             registry=r,
         )
         self.upstream_errors = Counter(
@@ -84,5 +93,42 @@ class Metrics:
             registry=r,
         )  # fmt: skip
 
+        self.discovery_refreshes = Counter(
+            "ragtrim_discovery_refreshes",
+            "DNS look-ups of discovered backends by result (error/empty keep the last good set)",
+            ["target", "result"], registry=r,
+        )  # fmt: skip
+        self.discovery_changes = Counter(
+            "ragtrim_discovery_changes", "Replicas that joined or left a discovered backend",
+            ["target", "change"], registry=r,
+        )  # fmt: skip
+        self.discovery_endpoints = Gauge(
+            "ragtrim_discovery_endpoints", "Replicas a discovered backend resolves to",
+            ["target"], registry=r,
+        )  # fmt: skip
+
+    def watch_pool(self, pool) -> None:
+        """Export per-backend in-flight and health, read from the pool at scrape time
+        (replicas that left discovery disappear from the series with them)."""
+        self.registry.register(_PoolCollector(pool))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _PoolCollector:
+    def __init__(self, pool) -> None:
+        self.pool = pool
+
+    def collect(self):
+        in_flight = GaugeMetricFamily(
+            "ragtrim_backend_in_flight", "Requests relaying to each backend", labels=["backend"]
+        )
+        healthy = GaugeMetricFamily(
+            "ragtrim_backend_healthy", "1 when the backend passed its health check",
+            labels=["backend"],
+        )  # fmt: skip
+        for ep in self.pool.endpoints:
+            in_flight.add_metric([ep.url], ep.in_flight)
+            healthy.add_metric([ep.url], 1.0 if ep.healthy else 0.0)
+        return [in_flight, healthy]

@@ -29,6 +29,18 @@ class HealthSettings(BaseModel):
     timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
 
 
+class DiscoverySettings(BaseModel):
+    interval: float = Field(
+        5.0, gt=0, description="Seconds between DNS look-ups of dns+http:// backends."
+    )
+    timeout: float = Field(2.0, gt=0, description="Seconds a DNS look-up may take.")
+    nameserver: str = Field(
+        "",
+        description="DNS server (host or host:port) for dns+http:// backends; empty = the "
+        "system resolver (getaddrinfo).",
+    )
+
+
 class CompressionSettings(BaseModel):
     enabled: bool = Field(True, description="Find and compress retrieved context.")
     compressor: str = Field(
@@ -134,10 +146,12 @@ class Settings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on.")
     backends: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["http://127.0.0.1:8000"],
-        description="vLLM base URLs, comma-separated (without /v1).",
+        description="vLLM base URLs, comma-separated (without /v1); dns+http://name:port "
+        "is resolved to one backend per address (a headless Service) every discovery interval.",
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."
     )
