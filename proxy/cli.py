@@ -79,23 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(settings: Settings) -> int:
     import logging
 
-    import uvicorn
-
-    from proxy.app import create_app
+    from proxy.workers import Supervisor, run_one
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-        loop="uvloop",
-        http="httptools",
-    )
+    if settings.workers > 1:
+        return Supervisor(settings).run()
+    run_one(settings)
     return 0
 
 

@@ -22,6 +22,9 @@ class TimeoutSettings(BaseModel):
     )
     idle: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
     total: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")
+    drain: float = Field(
+        30.0, ge=0, description="Seconds open requests may take to finish on shutdown (SIGTERM)."
+    )
 
 
 class HealthSettings(BaseModel):
@@ -144,6 +147,9 @@ class Settings(BaseSettings):
 
     host: str = Field("127.0.0.1", description="Address to listen on.")
     port: int = Field(8080, ge=0, le=65535, description="Port to listen on.")
+    workers: int = Field(
+        1, ge=1, le=64, description="Worker processes, each with its own SO_REUSEPORT listener."
+    )
     backends: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["http://127.0.0.1:8000"],
         description="vLLM base URLs, comma-separated (without /v1); dns+http://name:port "
