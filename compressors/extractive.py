@@ -17,8 +17,11 @@ sentence holding one may be dropped as a whole; extraction never rewrites inside
 sentence.
 
 `precision`: "fp32" (default), "bf16" (about 1.7× faster on CPUs with AVX512-BF16/AMX,
-same picks on our SQuAD sample; slow on CPUs without them) or "int8" (dynamic
-quantization, about 2.3×, ~5% of documents pick differently).
+same picks on our SQuAD sample; slow on CPUs without them), "int8" (dynamic
+quantization, CPU only, about 2.3×, ~5% of documents pick differently) or "auto": measure
+each once at load on a fixed text and keep the fastest whose sentence picks agree with
+fp32's on ≥ 99 % (precision.py; `chosen_precision`, `precision_trials`).
+`device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
 Sentence embeddings are cached per sentence (key: sha256 of model id, precision and
 sentence) in any object with `get_many(keys) -> list[bytes | None]` and
@@ -41,12 +44,21 @@ from typing import Protocol
 import numpy as np
 
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.precision import (
+    AUTO,
+    candidates,
+    check,
+    choose,
+    resolve_device,
+    share_equal,
+)
 from compressors.protect import Protector
+from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.tokens import ApproxTokenCounter, counter_name
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-PRECISIONS = ("fp32", "bf16", "int8")
+CALIBRATION_RATE = 0.34
 
 
 def default_model_path() -> Path:
@@ -102,7 +114,7 @@ class ExtractiveCompressor:
         *,
         model_path: str | Path | None = None,
         model_id: str | None = None,
-        device: str = "cpu",
+        device: str = "auto",
         batch_size: int = 64,
         cache_size: int = 50_000,
         embedding_cache: EmbeddingCache | None = None,
@@ -112,8 +124,7 @@ class ExtractiveCompressor:
         score_decimals: int = 4,
         precision: str = "fp32",
     ) -> None:
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        check(device, precision)
         self.count_tokens = count_tokens or ApproxTokenCounter()
         self.model_path = str(model_path or default_model_path())
         if model_id is None:
@@ -129,6 +140,8 @@ class ExtractiveCompressor:
         self.max_sentence_chars = max_sentence_chars
         self.score_decimals = score_decimals
         self.precision = precision
+        self.chosen_precision: str | None = None if precision == AUTO else precision
+        self.precision_trials: list[dict] = []
         self._model = None
         self._lock = threading.Lock()
 
@@ -136,7 +149,8 @@ class ExtractiveCompressor:
         return (
             f"{self.name}:v{self.version}:model={self.model_id}:counter="
             f"{counter_name(self.count_tokens)}:min={self.min_sentences}:max_chars="
-            f"{self.max_sentence_chars}:round={self.score_decimals}:{self.precision}:"
+            f"{self.max_sentence_chars}:round={self.score_decimals}:"
+            f"{self.chosen_precision or self.precision}:"
             f"{self.protector.fingerprint()}"
         )
 
@@ -145,22 +159,51 @@ class ExtractiveCompressor:
     def _load(self):
         with self._lock:
             if self._model is None:
-                import torch
                 from sentence_transformers import SentenceTransformer
 
+                self.device = resolve_device(self.device)
+                check(self.device, self.precision)
                 model = SentenceTransformer(
                     self.model_path, device=self.device, local_files_only=True
                 )
-                if self.precision == "bf16":
-                    model.to(torch.bfloat16)
-                elif self.precision == "int8":
-                    quantize = torch.ao.quantization.quantize_dynamic
-                    quantize(model, {torch.nn.Linear}, torch.qint8, inplace=True)
-                self._model = model
+                if self.precision == AUTO:
+                    self.chosen_precision, model = self._auto(model)
+                self._model = _with_precision(model, self.chosen_precision)
         return self._model
 
+    def _auto(self, model) -> tuple[str, object]:
+        """Time each candidate precision on the calibration text; keep the fastest whose
+        sentence picks (at CALIBRATION_RATE per document) agree with fp32's."""
+        import copy
+
+        from compressors import calibration
+
+        docs = calibration.DOCUMENTS
+        spans = [split_sentences(d, self.protector.spans(d)) for d in docs]
+        texts = [[d[a:b] for a, b in ds] for d, ds in zip(docs, spans, strict=True)]
+        counts = [[self.count_tokens(t) for t in doc] for doc in texts]
+        before = [sum(c) for c in counts]
+        flat = [t for doc in texts for t in doc] + [calibration.QUESTION]
+        cuts = np.cumsum([len(doc) for doc in texts])[:-1]
+
+        def run(precision: str):
+            trial = model if precision == "fp32" else copy.deepcopy(model)
+            trial = _with_precision(trial, precision)
+
+            def work():
+                v = trial.encode(flat, convert_to_numpy=True, normalize_embeddings=True)
+                scores = np.split(np.round(v[:-1].astype(np.float32) @ v[-1], 4), cuts)
+                rate, least = CALIBRATION_RATE, self.min_sentences
+                return per_document_keep(scores, counts, before, rate, least)
+
+            return work
+
+        picked, trials = choose(run, candidates(self.device), share_equal)
+        self.precision_trials = [t.as_dict() for t in trials]
+        return picked, model
+
     def _key(self, text: str) -> str:
-        key = f"{self.model_id}\x00{self.precision}\x00{text}"
+        key = f"{self.model_id}\x00{self.chosen_precision or self.precision}\x00{text}"
         return hashlib.sha256(key.encode()).hexdigest()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -206,31 +249,10 @@ class ExtractiveCompressor:
 
     # -- selection --------------------------------------------------------------------
 
-    @staticmethod
-    def _fill(order: list[tuple[float, int, int]], counts, limit: float) -> set[tuple[int, int]]:
-        kept: set[tuple[int, int]] = set()
-        used = 0
-        for _, doc, idx in order:
-            if used + counts[doc][idx] <= limit:
-                kept.add((doc, idx))
-                used += counts[doc][idx]
-        return kept
-
     def _select(self, scores, counts, before, budget: Budget) -> list[list[bool]]:
-        def ranked(docs):
-            return sorted((-float(scores[d][i]), d, i) for d in docs for i in range(len(counts[d])))
-
         if budget.target_tokens is not None:
-            kept = self._fill(ranked(range(len(counts))), counts, budget.target_tokens)
-        else:
-            kept = set()
-            for doc in range(len(counts)):
-                order = ranked([doc])
-                mine = self._fill(order, counts, budget.rate * before[doc])
-                if len(mine) < self.min_sentences:
-                    mine |= {(d, i) for _, d, i in order[: self.min_sentences]}
-                kept |= mine
-        return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
+            return pooled_keep(scores, counts, budget.target_tokens)
+        return per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
 
     def compress(
         self, documents: Sequence[str], *, question: str, budget: Budget
@@ -249,3 +271,14 @@ class ExtractiveCompressor:
             DocumentResult(o, n, self.count_tokens(o)) for o, n in zip(out, before, strict=True)
         )
         return CompressionResult(self.name, tuple(results))
+
+
+def _with_precision(model, precision: str | None):
+    import torch
+
+    if precision == "bf16":
+        model.to(torch.bfloat16)
+    elif precision == "int8":
+        quantize = torch.ao.quantization.quantize_dynamic
+        quantize(model, {torch.nn.Linear}, torch.qint8, inplace=True)
+    return model

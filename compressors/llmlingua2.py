@@ -14,8 +14,12 @@ documents, is never used), so results are cacheable per chunk. Two engines, same
   mean of its tokens' keep-probabilities (1.0 for a force token); per chunk, the
   threshold is the int(100·(1−rate)+1)-th percentile of the word probabilities repeated
   once per cl100k_base token of the word; a word is kept above it (or at it when it is 1).
-  `precision`: "fp32" (default, same decisions as llmlingua), "bf16" or "int8" (dynamic
-  quantization of the Linear layers, CPU only): faster, a few decisions differ.
+  `precision`: "fp32" (same decisions as llmlingua), "bf16" or "int8" (dynamic
+  quantization of the Linear layers, CPU only): faster or slower depending on the
+  machine, a few decisions differ; "auto" (default) measures them once at load on a
+  fixed text and keeps the fastest whose word decisions agree with fp32's on ≥ 99 %
+  (precision.py); `chosen_precision` and `precision_trials` say what it found.
+  `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
 Both engines render from the source text: protected spans (protect.py) and the words over
 them are kept verbatim, kept words are joined with the source's own whitespace
@@ -33,23 +37,21 @@ import numpy as np
 
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.lingua2_rule import Chunk, Segmenter, WordDecisions, keep_flags, model_kind
+from compressors.precision import (
+    AUTO,
+    candidates,
+    check,
+    choose,
+    resolve_device,
+    share_equal,
+)
 from compressors.protect import Protector, Span, fold_protected
 from compressors.sentences import render_kept
 from compressors.tokens import ApproxTokenCounter, counter_name
 
 DEFAULT_MODEL = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"
 ENGINES = ("fast", "reference")
-PRECISIONS = ("fp32", "bf16", "int8")
 MIN_RATE = 0.01  # llmlingua's percentile arithmetic fails below this
-
-
-def resolve_device(device: str) -> str:
-    """ "auto" → "cuda" when torch sees a GPU, else "cpu"; anything else unchanged."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _with_precision(model, precision: str):
@@ -60,6 +62,29 @@ def _with_precision(model, precision: str):
     if precision == "int8":
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, torch.qint8)
     return model
+
+
+def _convert_copy(model, precision: str):
+    import copy
+
+    return _with_precision(copy.deepcopy(model), precision)
+
+
+def _auto(engine, owner: LLMLingua2Compressor, allowed: tuple[str, ...]):
+    """Measure each allowed precision on the calibration text with `engine`, whose
+    `model` (fp32) is swapped for a converted copy per trial; keep the winner."""
+    from compressors import calibration
+
+    base = engine.model
+
+    def run(precision: str):
+        engine.model = base if precision == "fp32" else _convert_copy(base, precision)
+        return lambda: [d.keep for d in engine.decide(calibration.DOCUMENTS, 0.33)]
+
+    picked, trials = choose(run, allowed, share_equal)
+    engine.model = _with_precision(base, picked)
+    owner.precision_trials = [t.as_dict() for t in trials]
+    return picked
 
 
 class _FastEngine:
@@ -73,8 +98,12 @@ class _FastEngine:
         model = AutoModelForTokenClassification.from_pretrained(
             owner.model_path, local_files_only=True
         )
-        self.model = _with_precision(model.float().to(owner.device).eval(), owner.precision)
         self.device, self.cl100k = owner.device, load_cl100k()
+        self.model = model.float().to(owner.device).eval()
+        if owner.precision == AUTO:
+            owner.chosen_precision = _auto(self, owner, candidates(owner.device))
+        else:
+            self.model = _with_precision(self.model, owner.precision)
 
     def _token_probs(self, ids: list[int]) -> np.ndarray:
         import torch
@@ -122,8 +151,20 @@ class _ReferenceEngine:
             use_llmlingua2=True,
             model_config={"local_files_only": True},
         )
-        self.pc.model = _with_precision(self.pc.model, owner.precision)
         self.segmenter = owner.make_segmenter(self.pc.tokenizer)
+        if owner.precision == AUTO:  # llmlingua's own code cannot read bf16 probabilities
+            allowed = tuple(p for p in candidates(owner.device) if p != "bf16")
+            owner.chosen_precision = _auto(self, owner, allowed)
+        else:
+            self.pc.model = _with_precision(self.pc.model, owner.precision)
+
+    @property
+    def model(self):
+        return self.pc.model
+
+    @model.setter
+    def model(self, value) -> None:
+        self.pc.model = value
 
     def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:
         sep = "\t\t|\t\t"
@@ -160,8 +201,8 @@ class LLMLingua2Compressor:
         model_path: str | Path = DEFAULT_MODEL,
         model_id: str | None = None,
         engine: str = "fast",
-        device: str = "cpu",
-        precision: str = "fp32",
+        device: str = "auto",
+        precision: str = AUTO,
         force_tokens: Sequence[str] = (),
         chunk_end_tokens: Sequence[str] = (".", "\n"),
         max_seq_len: int = 512,
@@ -170,16 +211,14 @@ class LLMLingua2Compressor:
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        device = resolve_device(device)
-        if precision == "int8" and not device.startswith("cpu"):
-            raise ValueError("int8 (dynamic quantization) runs on CPU only")
+        check(device, precision)
         if precision == "bf16" and engine == "reference":
             raise ValueError("llmlingua's own code cannot read bf16 probabilities")
         self.count_tokens = count_tokens or ApproxTokenCounter()
         self.model_path, self.engine, self.device = str(model_path), engine, device
         self.precision = precision
+        self.chosen_precision: str | None = None if precision == AUTO else precision
+        self.precision_trials: list[dict] = []
         self.model_id = model_id or Path(self.model_path).name
         self.kind = model_kind(self.model_path)
         self.force_tokens, self.chunk_end_tokens = tuple(force_tokens), tuple(chunk_end_tokens)
@@ -191,7 +230,8 @@ class LLMLingua2Compressor:
     def fingerprint(self) -> str:
         return (
             f"{self.name}:v{self.version}:model={self.model_id}:engine={self.engine}:"
-            f"device={self.device}:precision={self.precision}:force={list(self.force_tokens)}:"
+            f"device={self.device}:precision={self.chosen_precision or self.precision}:"
+            f"force={list(self.force_tokens)}:"
             f"ends={list(self.chunk_end_tokens)}:seq={self.max_seq_len}:counter="
             f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
         )
@@ -204,6 +244,8 @@ class LLMLingua2Compressor:
     def _load(self) -> _FastEngine | _ReferenceEngine:
         with self._lock:
             if self._engine is None:
+                self.device = resolve_device(self.device)
+                check(self.device, self.precision)
                 if self.num_threads:
                     import torch
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.llmlingua2 import resolve_device
+from compressors.precision import resolve_device
 from compressors.protect import Protector, Span, overlaps
 from compressors.tokens import ApproxTokenCounter, counter_name
 

@@ -6,7 +6,10 @@ when its name is built. `options` are the constructor's keyword arguments, plus:
 - `tokenizer_path`: build `count_tokens` from the target model's tokenizer folder
   (tokens.HFTokenCounter) unless `count_tokens` is given; neither → regex approximation;
 - `protect_kinds` / `protect_patterns`: build the `protector` (protect.Protector) unless
-  `protector` is given (not for identity).
+  `protector` is given (not for identity);
+- `device` ("auto" | "cpu" | "cuda"): passed to compressors that run a model on torch
+  (extractive, llmlingua2, longllmlingua) and dropped for the others (identity,
+  fast_extractive: numpy on the CPU), so one setting serves every compressor.
 
 Unknown names raise ValueError; unknown options raise TypeError (from the constructor).
 """
@@ -14,6 +17,7 @@ Unknown names raise ValueError; unknown options raise TypeError (from the constr
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +27,7 @@ from compressors.base import Compressor
 REGISTRY: Mapping[str, tuple[str, str]] = {
     "identity": ("compressors.identity", "IdentityCompressor"),
     "extractive": ("compressors.extractive", "ExtractiveCompressor"),
+    "fast_extractive": ("compressors.fast_extractive", "FastExtractiveCompressor"),
     "llmlingua2": ("compressors.llmlingua2", "LLMLingua2Compressor"),
     "longllmlingua": ("compressors.longllmlingua", "LongLLMLinguaCompressor"),
 }
@@ -54,4 +59,7 @@ def build_compressor(name: str, options: Mapping[str, Any] | None = None) -> Com
         raise ValueError(f"unknown compressor {name!r}; known: {sorted(REGISTRY)}")
     module_name, class_name = REGISTRY[name]
     cls = getattr(importlib.import_module(module_name), class_name)
-    return cls(**_prepare(name, options or {}))
+    kwargs = _prepare(name, options or {})
+    if "device" in kwargs and "device" not in inspect.signature(cls).parameters:
+        kwargs.pop("device")
+    return cls(**kwargs)

@@ -9,13 +9,20 @@ Every counter carries a `name` so a compressor's fingerprint can say which one i
   punctuation; long words count as several tokens). Within ~15% of BPE tokenizers on
   English prose; use it only when no tokenizer is at hand.
 - `TiktokenCounter()`: cl100k_base from the packaged file (see `offline.py`).
+
+`count_spans(counter, text, spans)` counts a text and each of its sentences in one
+tokenizer pass where the counter can (HFTokenCounter: a token belongs to the first span it
+overlaps, as the model sees it in context), else one call per span.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
+
+import numpy as np
 
 from compressors.base import TokenCounter
 
@@ -73,6 +80,22 @@ class HFTokenCounter:
             return len(tokenizer.encode(text, add_special_tokens=False).ids)
         return len(tokenizer.encode(text, add_special_tokens=False))
 
+    def count_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
+        """Tokens of `text`, and of each sorted, disjoint span, from one encode."""
+        tokenizer = self._tokenizer or self._load()
+        if not hasattr(tokenizer, "get_vocab_size"):
+            return self(text), [self(text[s:e]) for s, e in spans]
+        offsets = tokenizer.encode(text, add_special_tokens=False).offsets
+        if not spans or not offsets:
+            return len(offsets), [0] * len(spans)
+        bounds = np.asarray(offsets, dtype=np.int64)
+        starts = np.asarray([s for s, _ in spans], dtype=np.int64)
+        ends = np.asarray([e for _, e in spans], dtype=np.int64)
+        first = np.searchsorted(ends, bounds[:, 0], side="right")  # first span ending after
+        hit = first < len(spans)
+        hit[hit] &= starts[first[hit]] < bounds[hit, 1]
+        return len(offsets), np.bincount(first[hit], minlength=len(spans)).tolist()
+
 
 class TiktokenCounter:
     """cl100k_base counts (what llmlingua uses for its own budget arithmetic)."""
@@ -106,3 +129,13 @@ def make_token_counter(tokenizer_path: str | Path | None = None) -> TokenCounter
     if tokenizer_path:
         return HFTokenCounter(tokenizer_path)
     return ApproxTokenCounter()
+
+
+def count_spans(
+    count_tokens: TokenCounter, text: str, spans: Sequence[tuple[int, int]]
+) -> tuple[int, list[int]]:
+    """(tokens of `text`, tokens of each span): one pass where the counter offers it."""
+    method = getattr(count_tokens, "count_spans", None)
+    if method is not None:
+        return method(text, spans)
+    return count_tokens(text), [count_tokens(text[s:e]) for s, e in spans]

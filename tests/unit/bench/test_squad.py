@@ -77,6 +77,29 @@ def test_gold_among_distractors_from_other_articles(cases):
     assert len(positions) > 1  # the gold is not always in the same place
 
 
+@pytest.fixture(scope="module")
+def same_article(articles):
+    return build_cases(8, seed=3, min_tokens=LOW, max_tokens=HIGH, count_tokens=COUNT,
+                       articles=articles, distractors="same_article")  # fmt: skip
+
+
+def test_same_article_distractors(same_article, articles, cases):
+    by_title = {a.title: {p.text for p in a.paragraphs} for a in articles}
+    for case in same_article:
+        gold = case.gold_index
+        assert LOW <= sum(COUNT(d) for d in case.documents) <= HIGH
+        assert len(case.documents) > 1 and set(case.titles) == {case.titles[gold]}
+        assert set(case.documents) <= by_title[case.titles[gold]]
+        assert case.documents.count(case.gold) == 1
+        assert not any(answer_retained(d, case.answers) for d in case.documents if d != case.gold)
+    # the same gold paragraph gets the same question under both kinds (paired cases)
+    asked = {c.gold: c.question for c in cases}
+    shared = [c for c in same_article if c.gold in asked]
+    assert shared and all(asked[c.gold] == c.question for c in shared)
+    with pytest.raises(ValueError, match="distractors"):
+        build_cases(1, seed=0, count_tokens=COUNT, articles=articles, distractors="random")
+
+
 def test_documents_are_usable_paragraphs(cases):
     assert all(usable(d) for c in cases for d in c.documents)
     assert not usable("Note: this reads as metadata")

@@ -22,6 +22,8 @@ FORCE = (".", "?")
 
 
 def make(path, **kwargs):
+    """fp32 unless asked: these tests compare decisions with llmlingua's own (fp32)."""
+    kwargs.setdefault("precision", "fp32")
     return LLMLingua2Compressor(TiktokenCounter(), model_path=path, force_tokens=FORCE, **kwargs)
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from compressors.base import Budget, Compressor
 from compressors.extractive import ExtractiveCompressor
+from compressors.fast_extractive import FastExtractiveCompressor
 from compressors.identity import IdentityCompressor
 from compressors.llmlingua2 import LLMLingua2Compressor
 from compressors.longllmlingua import LongLLMLinguaCompressor
@@ -17,17 +18,27 @@ def test_every_name_builds_without_loading_a_model(minilm_path):
     built = {
         "identity": build_compressor("identity"),
         "extractive": build_compressor("extractive", {"model_path": minilm_path}),
+        "fast_extractive": build_compressor("fast_extractive", {"device": "cuda"}),
         "llmlingua2": build_compressor("llmlingua2"),
         "longllmlingua": build_compressor("longllmlingua", {"model_path": "/m/smollm2"}),
     }
     assert set(built) == set(names()) == set(REGISTRY)
-    classes = (IdentityCompressor, ExtractiveCompressor, LLMLingua2Compressor,
-               LongLLMLinguaCompressor)  # fmt: skip
+    classes = (IdentityCompressor, ExtractiveCompressor, FastExtractiveCompressor,
+               LLMLingua2Compressor, LongLLMLinguaCompressor)  # fmt: skip
     for (name, compressor), cls in zip(built.items(), classes, strict=True):
         assert isinstance(compressor, cls) and isinstance(compressor, Compressor)
         assert compressor.name == name
         assert compressor.fingerprint().startswith(f"{name}:v")
     assert built["llmlingua2"]._engine is None and built["extractive"]._model is None
+    assert built["fast_extractive"]._content is None  # `device` dropped: it runs no torch
+
+
+def test_device_reaches_torch_compressors_only():
+    assert build_compressor("llmlingua2", {"device": "cpu"}).device == "cpu"
+    assert build_compressor("extractive", {"device": "cuda"}).device == "cuda"
+    assert build_compressor("identity", {"device": "cuda"}).name == "identity"
+    with pytest.raises(ValueError, match="CPU only"):
+        build_compressor("llmlingua2", {"device": "cuda", "precision": "int8"})
 
 
 def test_options(minilm_path):
@@ -59,6 +70,8 @@ def test_errors():
 def test_importing_the_registry_loads_no_model_library():
     code = (
         "import sys, compressors.registry as r; r.build_compressor('llmlingua2');"
+        "r.build_compressor('extractive', {'device': 'auto', 'precision': 'auto'});"
+        "r.build_compressor('fast_extractive');"
         "print(sorted(m for m in ('torch', 'transformers', 'llmlingua',"
         " 'sentence_transformers') if m in sys.modules))"
     )

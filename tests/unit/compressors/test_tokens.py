@@ -32,3 +32,32 @@ def test_names_and_factory(minilm_path):
     assert counter_name(len) == "len"
     assert isinstance(make_token_counter(None), ApproxTokenCounter)
     assert isinstance(make_token_counter(minilm_path), HFTokenCounter)
+
+
+def test_count_spans_in_one_pass(minilm_path):
+    from compressors.sentences import split_sentences
+    from compressors.tokens import ApproxTokenCounter, HFTokenCounter, count_spans
+
+    text = "Paris is big. It has 2,100,000 people!\n\nThe Seine runs through it."
+    spans = split_sentences(text)
+    hf = HFTokenCounter(minilm_path)
+    total, each = count_spans(hf, text, spans)
+    assert total == hf(text) and each == [hf(text[s:e]) for s, e in spans]
+    approx = ApproxTokenCounter()
+    assert count_spans(approx, text, spans) == (approx(text), [approx(text[s:e]) for s, e in spans])
+    assert count_spans(hf, "", []) == (0, [])
+
+
+def test_count_spans_byte_level_bpe(tiny_causal_lm):
+    """Byte-level BPE glues the space to the next word (" It"): such a token belongs to
+    the sentence it overlaps; whitespace-only tokens belong to none."""
+    from compressors.sentences import split_sentences
+    from compressors.tokens import HFTokenCounter, count_spans
+
+    text = "Paris is big. It has many people.\n\nThe river runs through it."
+    spans = split_sentences(text)
+    hf = HFTokenCounter(tiny_causal_lm)
+    total, each = count_spans(hf, text, spans)
+    assert total == hf(text) and sum(each) <= total and all(n > 0 for n in each)
+    alone = [hf(text[s:e]) for s, e in spans]
+    assert all(abs(a - b) <= 2 for a, b in zip(each, alone, strict=True))

@@ -1,0 +1,34 @@
+"""A fixed calibration workload for `precision="auto"` (precision.py).
+
+Written for this project (no data set at run time): four short documents of ordinary
+expository prose with numbers, names and a date, ~450 tokens in all, and one question.
+Long enough that a forward pass dominates the timing, short enough that measuring three
+precisions at load costs well under a second on a GPU and a few seconds on a CPU.
+"""
+
+from __future__ import annotations
+
+QUESTION = "When did the harbour bridge open, and how long is its main span?"
+
+DOCUMENTS: tuple[str, ...] = (
+    "The harbour bridge opened to traffic on 19 March 1932 after eight years of "
+    "construction. Its main steel arch spans 503 metres, and the deck carries eight "
+    "lanes of road traffic, two railway tracks, a footway and a cycleway. About 1,400 "
+    "workers built it, and sixteen of them died during the works. The granite facing "
+    "of its four pylons was quarried a few hundred kilometres to the south.",
+    "River deltas form where a river slows down as it meets a larger body of water and "
+    "drops the sediment it carries. Over centuries the deposits build new land, split "
+    "the channel into many branches and push the coastline outwards. Dams upstream "
+    "trap much of that sediment, which is why several large deltas are now shrinking "
+    "rather than growing. Rising sea levels add to the loss of land at their edges.",
+    "A sourdough starter is a culture of wild yeast and lactic acid bacteria kept in a "
+    "mixture of flour and water. Bakers feed it every day or two by discarding part of "
+    "it and adding fresh flour and water. The bacteria produce the acids that give the "
+    "bread its sour taste, while the yeast produces the gas that makes the dough rise. "
+    "A healthy starter roughly doubles in volume within eight hours of a feeding.",
+    "The city's first public library lent books from a single room above the market "
+    "hall. Within twenty years it had moved twice and held more than 40,000 volumes. "
+    "Its reading room stayed open until ten in the evening so that people who worked "
+    "long shifts could still use it. Today the old building houses the city archive, "
+    "and the library itself occupies a glass-fronted hall beside the railway station.",
+)

@@ -1,0 +1,110 @@
+"""Device and precision for the torch compressors, chosen by measuring on this machine.
+
+Why measure: precision speed is machine-dependent. On one of our CPUs bf16 ran the
+LLMLingua-2 path 6× slower than fp32 (no native bf16), on another 2× faster (AMX); int8
+dynamic quantization helps on most CPUs but changes a few decisions; on a GPU bf16 is
+usually the fast one. So `precision="auto"` runs a fixed calibration workload
+(calibration.py) once at load in every candidate precision, and keeps the fastest whose
+decisions agree with fp32's on at least `bar` of the units (words for LLMLingua-2,
+sentences for extractive); fp32 is the reference and always qualifies.
+
+- `resolve_device("auto")` → "cuda" when torch sees a GPU, else "cpu" (compressors
+  resolve it at load, so building one imports no model library);
+- `candidates(device)` → the precisions worth trying there (int8 is CPU-only);
+- `choose(run, precisions, agree, bar)` → (picked precision, trials), where
+  `run(precision)` returns a zero-argument callable doing the calibration work and
+  returning its decisions; each is timed `repeats` times after one warm-up call and
+  its best time counts (the least disturbed by other work on a shared machine).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "int8")
+AUTO = "auto"
+DEFAULT_BAR = 0.99  # the agreement bar of bench.compress_cost (issue 9 / issue 14)
+
+
+def resolve_device(device: str) -> str:
+    """ "auto" → "cuda" when torch sees a GPU, else "cpu"; anything else unchanged."""
+    if device != AUTO:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check(device: str, precision: str) -> None:
+    """Reject unknown values, and int8 on a GPU (`device` "auto" is checked once resolved:
+    resolving imports torch, which building a compressor must not)."""
+    if precision != AUTO and precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {(*PRECISIONS, AUTO)}, got {precision!r}")
+    if device != AUTO and precision == "int8" and not device.startswith("cpu"):
+        raise ValueError("int8 (dynamic quantization) runs on CPU only")
+
+
+def candidates(device: str) -> tuple[str, ...]:
+    """Precisions to try on `device`, fp32 (the reference) first."""
+    if device.startswith("cpu"):
+        return PRECISIONS
+    return ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class Trial:
+    precision: str
+    seconds: float  # best of the timed runs
+    agreement: float  # share of decisions equal to fp32's
+
+    def as_dict(self) -> dict:
+        return {
+            "precision": self.precision,
+            "seconds": round(self.seconds, 5),
+            "agreement": round(self.agreement, 4),
+        }
+
+
+def pick(trials: Sequence[Trial], bar: float) -> str:
+    """The fastest trial that keeps the bar (ties: earlier in `trials`); fp32 always does."""
+    qualifying = [t for t in trials if t.precision == "fp32" or t.agreement >= bar]
+    return min(qualifying, key=lambda t: t.seconds).precision
+
+
+def _timed(work: Callable[[], object], repeats: int, clock) -> tuple[float, object]:
+    result = work()  # warm-up: lazy initialisation, kernel selection, allocator
+    best = float("inf")
+    for _ in range(repeats):
+        start = clock()
+        result = work()
+        best = min(best, clock() - start)
+    return best, result
+
+
+def choose(
+    run: Callable[[str], Callable[[], object]],
+    precisions: Sequence[str],
+    agree: Callable[[object, object], float],
+    bar: float = DEFAULT_BAR,
+    *,
+    repeats: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[str, list[Trial]]:
+    """Measure every precision (fp32 first, as the reference) and pick one."""
+    order = ["fp32", *[p for p in precisions if p != "fp32"]]
+    trials, reference = [], None
+    for precision in order:
+        seconds, decisions = _timed(run(precision), repeats, clock)
+        if reference is None:
+            reference = decisions
+        trials.append(Trial(precision, seconds, agree(reference, decisions)))
+    return pick(trials, bar), trials
+
+
+def share_equal(a: Sequence[Sequence[bool]], b: Sequence[Sequence[bool]]) -> float:
+    """Share of equal flags between two lists of flag lists of the same shapes."""
+    pairs = [(x, y) for xs, ys in zip(a, b, strict=True) for x, y in zip(xs, ys, strict=True)]
+    return sum(x == y for x, y in pairs) / len(pairs) if pairs else 1.0

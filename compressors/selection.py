@@ -1,0 +1,51 @@
+"""Which sentences fit the budget: best score first, greedily, original order kept.
+
+Shared by the extractive compressors. Scores are compared as given (callers round them
+so float noise cannot flip a choice); ties go to the earlier document, then the earlier
+sentence. A sentence that does not fit is skipped and the next best is tried, so the
+budget is filled as far as whole sentences allow.
+
+- `pooled_keep`: one pool of `limit` tokens across all documents (`Budget.target_tokens`):
+  a relevant document keeps more than a distractor;
+- `per_document_keep`: `rate × tokens(document)` each, and at least `min_sentences` per
+  non-empty document even when its best sentence alone is over budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Ranked = list[tuple[float, int, int]]
+
+
+def ranked(scores: Sequence[Sequence[float]], docs: Sequence[int]) -> Ranked:
+    return sorted((-float(scores[d][i]), d, i) for d in docs for i in range(len(scores[d])))
+
+
+def fill(order: Ranked, counts: Sequence[Sequence[int]], limit: float) -> set[tuple[int, int]]:
+    kept: set[tuple[int, int]] = set()
+    used = 0
+    for _, doc, idx in order:
+        if used + counts[doc][idx] <= limit:
+            kept.add((doc, idx))
+            used += counts[doc][idx]
+    return kept
+
+
+def _flags(kept: set[tuple[int, int]], counts: Sequence[Sequence[int]]) -> list[list[bool]]:
+    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
+
+
+def pooled_keep(scores, counts, limit: float) -> list[list[bool]]:
+    return _flags(fill(ranked(scores, range(len(counts))), counts, limit), counts)
+
+
+def per_document_keep(scores, counts, before, rate: float, min_sentences: int):
+    kept: set[tuple[int, int]] = set()
+    for doc in range(len(counts)):
+        order = ranked(scores, [doc])
+        mine = fill(order, counts, rate * before[doc])
+        if len(mine) < min_sentences:
+            mine |= {(d, i) for _, d, i in order[:min_sentences]}
+        kept |= mine
+    return _flags(kept, counts)
