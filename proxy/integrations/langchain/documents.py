@@ -1,0 +1,50 @@
+"""RagtrimDocumentCompressor: a LangChain BaseDocumentCompressor over ragtrim's
+compressors and chunk memo, e.g. the compressor of a ContextualCompressionRetriever.
+Each document is compressed on its own (order and metadata kept; `ragtrim_compressed`
+marks it); the query is the question for question-aware compressors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import Document
+from langchain_core.documents.compressor import BaseDocumentCompressor
+from pydantic import ConfigDict, PrivateAttr
+
+from proxy.integrations.langchain.runtime import Runtime
+from proxy.settings import Settings
+
+
+class RagtrimDocumentCompressor(BaseDocumentCompressor):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    settings: Settings | None = None
+    rate: float | None = None
+    compressor: Any = None  # a compressors.base.Compressor; None = from settings
+    _rt: Runtime = PrivateAttr()
+
+    def model_post_init(self, __context: Any) -> None:
+        self._rt = Runtime(self.settings, self.compressor)
+
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        return await self._rt.arun(self._compress(documents, query))
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        return self._rt.run(self._compress(documents, query))
+
+    async def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
+        if not documents:
+            return []
+        outcome = await self._rt.compress([d.page_content for d in documents], query, self.rate)
+        return [
+            Document(
+                page_content=text, metadata={**d.metadata, "ragtrim_compressed": True}, id=d.id
+            )  # fmt: skip
+            for d, text in zip(documents, outcome.texts, strict=True)
+        ]

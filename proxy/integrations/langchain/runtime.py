@@ -1,0 +1,75 @@
+"""What every in-process wrapper shares: a compression engine built from settings and
+the event-loop thread that drives it, so sync LangChain calls work where a loop is
+already running (notebooks). Compression fails open: on any error the prompt goes to
+the model as it was (logged), as in the proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from cache.store import MemoryStore, RedisStore
+from compressors.templates import apply_chat, apply_prompt, segment_chat, segment_prompt
+from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+from proxy.components import make_engine
+from proxy.compression import CompressionEngine
+from proxy.settings import Settings, load_settings
+
+log = logging.getLogger("ragtrim.langchain")
+T = TypeVar("T")
+
+
+class Runtime:
+    def __init__(self, settings: Settings | None = None, compressor=None):
+        settings = settings or load_settings()
+        c = settings.compression
+        store = RedisStore(settings.redis_url) if settings.redis_url else MemoryStore()
+        counter = HFTokenCounter(c.tokenizer) if c.tokenizer else ApproxTokenCounter()
+        self.rate = c.rate
+        self.enabled = c.enabled
+        self.engine: CompressionEngine = make_engine(c, store, counter, compressor)
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True, name="ragtrim-lc").start()
+        # load the model now, in the background; the first compression waits for it
+        # (in-process there is no uncompressed fast path worth taking meanwhile)
+        self._warm = asyncio.run_coroutine_threadsafe(self.engine.warm(c.torch_threads), self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    async def ready(self) -> None:
+        """Wait until the compressor has loaded (raises if it failed to)."""
+        await asyncio.wrap_future(self._warm)
+
+    async def compress(self, texts: Sequence[str], question: str, rate: float | None = None):
+        await self.ready()
+        return await self.engine.compress(list(texts), question, rate or self.rate)
+
+    async def trim_chat(self, messages: list[dict]) -> list[dict] | None:
+        """OpenAI-format messages with the recognised context compressed, or None."""
+        seg = segment_chat(messages) if self.enabled else None
+        if seg is None or not seg.documents:
+            return None
+        try:
+            outcome = await self.compress([s.text for s in seg.documents], seg.question)
+        except Exception as exc:  # noqa: BLE001 - fail open, like the proxy
+            log.warning("compression failed, sending the prompt unchanged: %r", exc)
+            return None
+        return apply_chat(messages, seg, list(outcome.texts))
+
+    async def trim_prompt(self, prompt: str) -> str:
+        seg = segment_prompt(prompt) if self.enabled else None
+        if seg is None or not seg.documents:
+            return prompt
+        try:
+            outcome = await self.compress([s.text for s in seg.documents], seg.question)
+        except Exception as exc:  # noqa: BLE001 - fail open, like the proxy
+            log.warning("compression failed, sending the prompt unchanged: %r", exc)
+            return prompt
+        return apply_prompt(prompt, seg, list(outcome.texts))
