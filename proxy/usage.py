@@ -12,6 +12,8 @@ import json
 import time
 from typing import Any
 
+import orjson
+
 _EMPTY_CHOICES = (b'"choices":[]', b'"choices": []')
 
 
@@ -22,8 +24,8 @@ def cached_tokens(usage: dict[str, Any] | None) -> int:
 
 def usage_from_json(body: bytes) -> dict[str, Any] | None:
     try:
-        usage = json.loads(body).get("usage")
-    except (ValueError, AttributeError):
+        usage = orjson.loads(body).get("usage")
+    except (orjson.JSONDecodeError, AttributeError):
         return None
     return usage if isinstance(usage, dict) else None
 
