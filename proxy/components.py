@@ -152,7 +152,7 @@ def build(
     stages = [  # THE pipeline order (canonicalize after compress: see its module)
         TenantStage(settings.tenancy),
         SegmentStage(c.patterns),
-        CompressStage(engine, gate, counter, metrics, c.rate if c.enabled else None),
+        CompressStage(engine, gate, metrics, c.rate if c.enabled else None),
         CanonicalizeStage(settings.canonical, metrics),
     ]
     router = make_router(settings.routing)
