@@ -10,20 +10,24 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
-.PHONY: setup setup-ragtrim setup-vllm models run stop test test-unit test-integration lint format bench help
+.PHONY: setup setup-ragtrim setup-vllm setup-tools models run stop test test-unit test-integration lint format bench help
 
 help:
 	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
 	@echo "make test   set up everything, run ruff + unit + integration tests"
 	@echo "make test-unit | test-integration | lint | format | bench | setup | stop"
 
-setup: setup-ragtrim setup-vllm models
+setup: setup-ragtrim setup-vllm setup-tools models
 
 setup-ragtrim:
 	@deploy/local/setup_ragtrim.sh .venv
 
 setup-vllm:
 	@deploy/local/setup_vllm.sh .venv-vllm
+
+# kubectl (kustomize), kubernetes-validate, checkov for tests/deploy: own venv, own pins
+setup-tools:
+	@deploy/k8s/setup_tools.sh .venv-tools
 
 models: setup-ragtrim
 	@$(PY) deploy/local/build_tiny_llama.py --out $(MODELS)/tiny-llama
