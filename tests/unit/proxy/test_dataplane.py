@@ -1,0 +1,105 @@
+"""The data plane against real sockets: error envelopes for bad input, in-flight
+counted from the moment a request is sent, and chunks relayed one by one."""
+
+import asyncio
+import json
+import threading
+import time
+
+import httpx
+
+from tests.support.servers import serving
+
+CHAT = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _error(resp: httpx.Response) -> dict:
+    assert resp.headers["content-type"] == "application/json"
+    return resp.json()["error"]
+
+
+def test_bad_input_gets_a_4xx_in_the_envelope(stub, make_proxy):
+    url = f"{make_proxy([stub.url]).url}/v1/chat/completions"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    cases = [
+        (deep, 400), (b"\xff\xfe{", 400), (b'{"model": 1, "messages": []}', 400),
+        (b'{"model": "m", "messages": [{"content": "x"}]}', 400), (b"[]", 400),
+        (json.dumps({**CHAT, "stream": "yes"}).encode(), 400),
+    ]  # fmt: skip
+    for body, status in cases:
+        resp = httpx.post(url, content=body)
+        assert resp.status_code == status, body[:40]
+        assert _error(resp)["type"] == "invalid_request_error"
+    resp = httpx.get(url)
+    assert (resp.status_code, _error(resp)["code"]) == (405, "method_not_allowed")
+
+
+def test_request_body_limit_is_413_in_the_envelope(stub, make_proxy):
+    proxy = make_proxy([stub.url], max_body_bytes=1000)
+    resp = httpx.post(f"{proxy.url}/v1/chat/completions", content=b"x" * 5000)
+    assert resp.status_code == 413 and _error(resp)["code"] == "payload_too_large"
+
+
+def test_pass_through_keeps_method_path_and_query(stub, make_proxy):
+    proxy = make_proxy([stub.url])
+    resp = httpx.get(f"{proxy.url}/v1/unknown?x=1")
+    assert resp.status_code == 404  # the backend's own answer, forwarded unchanged
+    assert resp.headers["x-ragtrim-backend"] == stub.url
+
+
+def _in_flight(proxy_url: str, backend: str) -> float:
+    for line in httpx.get(f"{proxy_url}/metrics").text.splitlines():
+        if line.startswith("ragtrim_backend_in_flight") and backend in line:
+            return float(line.rsplit(" ", 1)[1])
+    return -1.0
+
+
+def test_a_non_streamed_request_counts_in_flight_before_its_headers(stub, make_proxy):
+    proxy = make_proxy([stub.url])
+    body = {**CHAT, "stub": {"delay": 1.0}}  # headers only after the whole "generation"
+    worker = threading.Thread(target=httpx.post, args=(f"{proxy.url}/v1/chat/completions",),
+                              kwargs={"json": body, "timeout": 10})  # fmt: skip
+    worker.start()
+    deadline = time.monotonic() + 5
+    while httpx.get(f"{stub.url}/stub/stats").json()["started"] < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert _in_flight(proxy.url, stub.url) == 1.0
+    worker.join()
+    assert _in_flight(proxy.url, stub.url) == 0.0
+
+
+class GatedStream:
+    """SSE upstream that sends its second event only once the test says so."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        if scope["method"] == "GET":
+            body = json.dumps({"data": [{"id": "stub-model"}]}).encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+            return
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"data: one\n\n", "more_body": True})
+        while not self.release.is_set():
+            await asyncio.sleep(0.01)
+        await send({"type": "http.response.body", "body": b"data: two\n\n"})
+
+
+def test_first_chunk_reaches_the_client_before_the_backend_sends_the_second(make_proxy):
+    upstream = GatedStream()
+    with serving(upstream) as backend:
+        proxy = make_proxy([backend.url])
+        body = {**CHAT, "stream": True}
+        with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=body,
+                          timeout=10) as resp:  # fmt: skip
+            chunks = resp.iter_raw()
+            assert next(chunks).startswith(b"data: one")  # would block if buffered
+            upstream.release.set()
+            assert b"data: two" in b"".join(chunks)

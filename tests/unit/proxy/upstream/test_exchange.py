@@ -1,0 +1,124 @@
+"""Exchange, called directly with a scripted transport (a test double of the
+one-method seam): slot accounting, the failover walk, deadlines, release."""
+
+import asyncio
+
+import pytest
+
+from proxy.errors import UpstreamTimeout, UpstreamUnavailable
+from proxy.metrics import Metrics
+from proxy.routing.endpoint import Endpoint
+from proxy.settings import TimeoutSettings
+from proxy.upstream.exchange import Exchange
+
+
+class Scripted:
+    """An upstream response: status, SSE or JSON, chunks with optional gaps."""
+
+    def __init__(self, status=200, chunks=(b"data: 1\n\n",), sse=True, gap=0.0):
+        self.status = status
+        ctype = b"text/event-stream" if sse else b"application/json"
+        self.headers = [(b"content-type", ctype)]
+        self._chunks, self.gap = list(chunks), gap
+        self.released = self.aborted = False
+
+    async def chunks(self):
+        for chunk in self._chunks:
+            await asyncio.sleep(self.gap)
+            yield chunk
+
+    async def read(self):
+        return b"".join(self._chunks)
+
+    def release(self):
+        self.released = True
+
+    def abort(self):
+        self.aborted = True
+
+
+class Transport:
+    """Answers per URL with a Scripted response, an exception, or a hang."""
+
+    def __init__(self, script, pool):
+        self.script, self.pool, self.seen = script, pool, []
+
+    async def send(self, method, url, headers, body):
+        self.seen.append((url, [ep.in_flight for ep in self.pool]))
+        answer = self.script[url.removesuffix("/v1/chat/completions")]
+        if answer == "hang":
+            await asyncio.sleep(60)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def aclose(self):
+        pass
+
+
+def _make(script, timeouts=None):
+    pool = [Endpoint("http://a", healthy=True), Endpoint("http://b", healthy=True)]
+    transport = Transport(script, pool)
+    ex = Exchange(transport, timeouts or TimeoutSettings(), Metrics(), "POST",
+                  "/v1/chat/completions", b"{}", [])  # fmt: skip
+    return ex, pool, transport
+
+
+async def test_in_flight_slot_is_taken_before_sending_and_released_on_close():
+    answer = Scripted(sse=False, chunks=(b"{}",))
+    ex, pool, transport = _make({"http://a": answer})
+    await ex.open(pool)
+    assert transport.seen == [("http://a/v1/chat/completions", [1, 0])]
+    assert await ex.read() == b"{}"
+    await ex.close(None)
+    assert [ep.in_flight for ep in pool] == [0, 0]
+    assert answer.released and not answer.aborted
+
+
+async def test_failover_moves_the_slot_and_marks_a_refusing_replica_unhealthy():
+    refused = UpstreamUnavailable("refused")
+    refused.connect_failed = True
+    ex, pool, transport = _make({"http://a": refused, "http://b": Scripted()})
+    await ex.open(pool)
+    assert [seen for _, seen in transport.seen] == [[1, 0], [0, 1]]
+    assert ex.endpoint is pool[1] and pool[0].healthy is False
+    await ex.close(None)
+    assert [ep.in_flight for ep in pool] == [0, 0]
+
+
+async def test_retryable_status_goes_to_the_next_replica_but_the_last_answer_stands():
+    first, last = Scripted(status=503), Scripted(status=503)
+    ex, pool, _ = _make({"http://a": first, "http://b": last})
+    await ex.open(pool)
+    assert first.aborted and ex.response is last
+    await ex.close(None)
+
+
+async def test_first_byte_deadline_then_all_failed_raises_the_last_error():
+    ex, pool, _ = _make({"http://a": "hang", "http://b": "hang"}, TimeoutSettings(first_byte=0.05))
+    with pytest.raises(UpstreamTimeout):
+        await ex.open(pool)
+    assert [ep.in_flight for ep in pool] == [0, 0]
+    assert pool[0].healthy  # a slow replica is not a dead one
+
+
+async def test_idle_deadline_mid_stream_and_abort_on_close():
+    answer = Scripted(chunks=(b"a", b"b"), gap=0.2)
+    ex, pool, _ = _make({"http://a": answer}, TimeoutSettings(idle=0.05))
+    await ex.open(pool)
+    with pytest.raises(UpstreamTimeout):
+        async for _ in ex.chunks():
+            pass
+    await ex.close(UpstreamTimeout("idle"))
+    assert answer.aborted and not answer.released and pool[0].in_flight == 0
+
+
+async def test_ttft_and_tpot_come_from_the_chunk_times():
+    answer = Scripted(chunks=(b"a", b"b", b"c"), gap=0.02)
+    ex, pool, _ = _make({"http://a": answer})
+    await ex.open(pool)
+    assert [c async for c in ex.chunks()] == [b"a", b"b", b"c"]
+    await ex.close(None)
+    assert ex.ttft_ms() >= 15
+    assert 0.005 <= ex.tpot_s(completion_tokens=3) <= 0.5
+    assert ex.tpot_s(completion_tokens=1) is None
