@@ -10,12 +10,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
-.PHONY: setup setup-ragtrim setup-vllm setup-tools models run stop test test-unit test-integration lint format bench help
+.PHONY: setup setup-ragtrim setup-vllm setup-tools models run stop test test-unit test-integration test-clients lint format bench help
 
 help:
 	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
 	@echo "make test   set up everything, run ruff + unit + integration tests"
-	@echo "make test-unit | test-integration | lint | format | bench | setup | stop"
+	@echo "make test-unit | test-integration | test-clients | lint | format | bench | setup | stop"
 
 setup: setup-ragtrim setup-vllm setup-tools models
 
@@ -48,6 +48,12 @@ test-unit: setup-ragtrim
 
 test-integration: setup
 	$(PY) -m pytest -q tests/integration
+
+# real LangChain / LlamaIndex / Haystack / openai clients through ragtrim and vLLM;
+# figures in $${RAGTRIM_CLIENTS_REPORT:-/tmp/ragtrim-clients-report.json}
+test-clients: setup
+	$(PY) -m pytest -q tests/unit/compressors/test_template_drift.py tests/integration/clients \
+		tests/integration/test_readme_snippets.py
 
 test: setup lint
 	$(PY) -m pytest -q tests
