@@ -35,10 +35,13 @@ class TargetTokenCounter:
         return self._counter
 
     def _local_root(self) -> str | None:
-        for card in self.pool.model_cards():
-            root = card.get("root") or ""
-            if root and (Path(root) / "tokenizer.json").exists():
-                return root
+        """Every healthy backend's cards, not the pool's merged view (first backend wins
+        per model id there): one replica's root may be local when another's is not."""
+        for ep in self.pool.healthy():
+            for card in ep.model_cards:
+                root = card.get("root") or ""
+                if root and (Path(root) / "tokenizer.json").exists():
+                    return root
         return None
 
     def __call__(self, text: str) -> int:

@@ -51,8 +51,8 @@ def ragtrim() -> Iterator[Callable[..., ServerThread]]:
     """Start ragtrim (real uvicorn) in front of the given backends."""
     with ExitStack() as stack:
 
-        def make(backends: list[str], **overrides) -> ServerThread:
+        def make(backends: list[str], store=None, **overrides) -> ServerThread:
             settings = Settings(backends=backends, **overrides)
-            return stack.enter_context(serving(create_app(settings)))
+            return stack.enter_context(serving(create_app(settings, store=store)))
 
         yield make

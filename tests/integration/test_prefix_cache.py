@@ -1,6 +1,7 @@
 """Prefix-cache proof from what real vLLM reports: tenant isolation through
 cache_salt, and warm-up of a restarted replica."""
 
+import asyncio
 import time
 import uuid
 
@@ -8,6 +9,8 @@ import httpx
 import pytest
 import vllm_server
 
+from cache.prefixes import PrefixRegistry
+from cache.store import MemoryStore
 from tests.integration.conftest import TINY, start_vllm
 from tests.support.servers import free_port
 
@@ -48,25 +51,41 @@ def cached(resp: httpx.Response) -> int:
 
 def test_cache_salt_isolates_tenants(vllm_tiny, ragtrim):
     proxy = ragtrim([vllm_tiny.base_url], tenancy=TENANCY)
-    system = long_system_prompt()
-    assert cached(ask(proxy.url, vllm_tiny.model, system, "key-a")) == 0
-    assert cached(ask(proxy.url, vllm_tiny.model, system, "key-a")) > 0  # same tenant: hit
-    assert cached(ask(proxy.url, vllm_tiny.model, system, "key-b")) == 0  # other tenant: miss
-    spoofed = ask(proxy.url, vllm_tiny.model, system, "key-b", cache_salt="anything")
+    model, system = vllm_tiny.model, long_system_prompt()
+    assert cached(ask(proxy.url, model, system, "key-a")) == 0
+    assert cached(ask(proxy.url, model, system, "key-a")) > 0  # same tenant, same prompt: hit
+    assert cached(ask(proxy.url, model, system, "key-b")) == 0  # acme's exact prompt: miss
+    spoofed = ask(proxy.url, model, system, "key-b", cache_salt="anything")
     assert cached(spoofed) > 0  # globex's own salt was used: the spoofed one was overwritten
-    # and globex cannot reach acme's entry by sending what it guesses acme's salt is
-    probe = ask(proxy.url, vllm_tiny.model, long_system_prompt(), "key-b", cache_salt="acme")
+
+
+def test_other_tenant_cannot_reach_an_entry_with_a_guessed_salt(vllm_tiny, ragtrim):
+    proxy = ragtrim([vllm_tiny.base_url], tenancy=TENANCY)
+    model, acme_only = vllm_tiny.model, long_system_prompt()
+    ask(proxy.url, model, acme_only, "key-a")
+    assert cached(ask(proxy.url, model, acme_only, "key-a")) > 0  # acme holds it
+    # globex sends acme's exact prompt with what it guesses acme's salt is: still a miss
+    probe = ask(proxy.url, model, acme_only, "key-b", cache_salt="acme")
     assert cached(probe) == 0
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
+        time.sleep(0.05)
 
 
 def test_warm_up_after_replica_restart(ragtrim):
     port = free_port()
     server = start_vllm(TINY, "tiny-llama", port)
     try:
-        proxy = ragtrim([server.base_url], health={"interval": 0.5})
+        store = MemoryStore()
+        proxy = ragtrim([server.base_url], store=store, health={"interval": 0.5})
         system = long_system_prompt()
         ask(proxy.url, server.model, system)
-        time.sleep(0.5)  # the registry update runs after the response
+        hot = PrefixRegistry(store)  # its update runs after the response: poll for it
+        wait_for(lambda: asyncio.run(hot.hot(1)), what="the hot prefix in the registry")
         vllm_server.stop(server)
         server = start_vllm(TINY, "tiny-llama", port)  # empty prefix cache
         deadline = time.monotonic() + 30
