@@ -3,11 +3,13 @@ server and client stack (uvicorn + httptools + uvloop, one aiohttp ClientSession
 doing nothing but relay: body in, one upstream request, chunks back.
 
 Run: python -m bench.floor_app --port 8081 --backend http://127.0.0.1:8199
+ or: FLOOR_BACKEND=... granian --interface asgi --factory bench.floor_app:from_env
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import aiohttp
 
@@ -39,6 +41,11 @@ class Floor:
             async for chunk in r.content.iter_any():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
+
+
+def from_env() -> Floor:
+    """Factory for other servers (granian --factory bench.floor_app:from_env)."""
+    return Floor(os.environ["FLOOR_BACKEND"])
 
 
 def main() -> None:

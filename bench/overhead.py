@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from bench.common import free_port, percentile, spawn, spawn_ragtrim, stop, write_result
 from bench.loadgen import Timed, throughput
@@ -25,7 +26,7 @@ from bench.procs import cpu_ms, start_nginx
 
 PATH = "/v1/chat/completions"
 BODY = {"model": "stub-model", "messages": [{"role": "user", "content": "hello " * 50}]}
-TARGETS = ("direct", "nginx", "floor", "ragtrim")
+TARGETS = ("direct", "nginx", "floor", "floor_granian", "ragtrim")
 
 
 def _start_all(stub_port: int) -> dict:
@@ -39,10 +40,20 @@ def _start_all(stub_port: int) -> dict:
     floor_args = [sys.executable, "-m", "bench.floor_app", "--port", str(ports["floor"]),
                   "--backend", backend]  # fmt: skip
     procs["floor"] = spawn(floor_args, f"http://127.0.0.1:{ports['floor']}/health")
+    procs["floor_granian"] = _granian_floor(ports["floor_granian"], backend)
     procs["ragtrim"] = spawn_ragtrim([backend], ports["ragtrim"])
     procs["ragtrim2"] = spawn_ragtrim([backend], ports["ragtrim2"], {"RAGTRIM_WORKERS": "2"})
     _wait_nginx(ports["nginx"])
     return {"ports": ports, "procs": procs}
+
+
+def _granian_floor(port: int, backend: str):
+    """The same floor app on granian (Rust HTTP server), to compare server stacks."""
+    granian = str(Path(sys.executable).with_name("granian"))
+    args = [granian, "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port",
+            str(port), "--loop", "uvloop", "--workers", "1", "--no-log",
+            "bench.floor_app:from_env"]  # fmt: skip
+    return spawn(args, f"http://127.0.0.1:{port}/health", {"FLOOR_BACKEND": backend})
 
 
 def _wait_nginx(port: int) -> None:
@@ -104,6 +115,9 @@ def _result(json_t: dict, sse_t: dict, cpu: dict, rps: dict, n: int) -> dict:
         "ttfb_added_p99_ms": _added(sse_t, "ragtrim", 99),
         "floor_added_p50_ms": floor_added,
         "floor_ttfb_added_p50_ms": _added(sse_t, "floor", 50),
+        "floor_granian_added_p50_ms": _added(json_t, "floor_granian", 50),
+        "floor_granian_ttfb_added_p50_ms": _added(sse_t, "floor_granian", 50),
+        "floor_granian_cpu_ms_per_request": round(cpu["floor_granian"], 3),
         "nginx_added_p50_ms": _added(json_t, "nginx", 50),
         "nginx_ttfb_added_p50_ms": _added(sse_t, "nginx", 50),
         "added_p50_vs_floor": round(_added(json_t, "ragtrim", 50) / max(floor_added, 1e-3), 3),
