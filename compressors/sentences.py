@@ -38,6 +38,7 @@ _NEXT_CHAR = re.compile(r"\s*(\S)")
 _WHITESPACE = re.compile(r"\s*")
 _WHITESPACE_RUN = re.compile(r"\s+")
 MAX_SENTENCE_CHARS = 1200
+_ABBREVIATION_WINDOW = 32
 
 
 def _next_char(text: str, pos: int) -> str:
@@ -46,7 +47,9 @@ def _next_char(text: str, pos: int) -> str:
 
 
 def _is_abbreviation(text: str, end: int) -> bool:
-    match = _WORD_BEFORE.search(text, 0, end)
+    # a window, not the whole prefix: searching from 0 made every call O(len(text)); a run
+    # longer than the window is no abbreviation either way
+    match = _WORD_BEFORE.search(text, max(0, end - _ABBREVIATION_WINDOW), end)
     if match is None:
         return False
     word = match.group(1).rstrip(".").lower()

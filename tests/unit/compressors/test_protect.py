@@ -68,3 +68,26 @@ def test_fold_protected_merges_overlapping_units_into_one_kept_unit():
     assert keep == [False, True, False]
     units, keep = fold_protected([(0, 3)], [False], [(20, 25)])
     assert units == [(0, 3), (20, 25)] and keep == [False, True]
+
+
+def test_fast_number_and_date_patterns_find_the_plain_spans():
+    """The lookbehind / lookahead shortcuts in protect.py change speed, never spans."""
+    import re
+
+    from compressors.protect import _DATE, _PATTERNS
+
+    plain = {
+        "number": re.compile(r"[$€£¥]?(?:(?<!\w)[+-])?\w*\d(?:\w|[.,:/\u2013-](?=\d))*%?"),
+        "date": re.compile(_DATE, re.IGNORECASE),
+    }
+    texts = [
+        "x$5 a1b2 12%ab3 foo_1 -5 +3.2e5 ab-12 3\u20134 €12,500.00 1.2.3. v2 _9 a+1 __1x é1",
+        "on 2024-03-05T10:00Z and 3/4/21, March 5th, 2020; 5 May 2021; sept 2019 at 10:30 p.m.",
+        "jan 1 2000, DEC 2019, 12.11.1999, 7:05am, Mayday 2020 and mid-May 2020.",
+    ]
+    for kind, reference in plain.items():
+        fast = re.compile(_PATTERNS[kind], reference.flags)
+        for text in texts:
+            assert [m.span() for m in fast.finditer(text)] == [
+                m.span() for m in reference.finditer(text)
+            ]
