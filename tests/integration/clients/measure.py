@@ -33,7 +33,7 @@ def documents(n: int = 3, sentences: int = 12) -> list[str]:
     return docs
 
 
-def _sums(url: str, names: tuple[str, ...]) -> dict[str, float]:
+def sums(url: str, names: tuple[str, ...]) -> dict[str, float]:
     out = dict.fromkeys(names, 0.0)
     for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
         if family.name in out:
@@ -49,11 +49,11 @@ def settled(vllm_url: str, before: dict[str, float], calls: int, timeout: float 
     """vLLM's counters once it has finished the `calls` requests just made (its metrics
     are the truth for the prefix cache, streamed or not)."""
     deadline = time.monotonic() + timeout
-    now = _sums(vllm_url, VLLM)
+    now = sums(vllm_url, VLLM)
     while now["vllm:request_success"] < before["vllm:request_success"] + calls:
         assert time.monotonic() < deadline, "vLLM never finished the requests"
         time.sleep(0.05)
-        now = _sums(vllm_url, VLLM)
+        now = sums(vllm_url, VLLM)
     return now
 
 
@@ -66,12 +66,12 @@ def twice(
     out: dict = {"runs": [], "cached": [], "headers": [], "ragtrim_cached": []}
     for _ in range(2):
         wire = Wire(f"{proxy_url}/v1", model)
-        before, tap = _sums(vllm_url, VLLM), _sums(proxy_url, RAGTRIM)
+        before, tap = sums(vllm_url, VLLM), sums(proxy_url, RAGTRIM)
         out["runs"].append(pipeline(wire, documents(), QUESTION, stream))
         calls = [h for path, h in wire.calls if path.endswith("completions")]
         after = settled(vllm_url, before, len(calls))
         time.sleep(0.2)  # ragtrim counts usage as the stream ends
-        tapped = _sums(proxy_url, RAGTRIM)["ragtrim_cached_tokens"] - tap["ragtrim_cached_tokens"]
+        tapped = sums(proxy_url, RAGTRIM)["ragtrim_cached_tokens"] - tap["ragtrim_cached_tokens"]
         hits = after["vllm:prefix_cache_hits"] - before["vllm:prefix_cache_hits"]
         out["cached"].append(int(hits))
         out["ragtrim_cached"].append(int(tapped))

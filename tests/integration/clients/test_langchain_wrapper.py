@@ -22,7 +22,13 @@ from proxy.integrations.langchain import (  # noqa: E402
     RagtrimLLM,
 )
 from proxy.settings import Settings  # noqa: E402
-from tests.integration.clients.measure import QUESTION, documents  # noqa: E402
+from tests.integration.clients.measure import (  # noqa: E402
+    QUESTION,
+    VLLM,
+    documents,
+    settled,
+    sums,
+)
 from tests.support.frameworks import MAX_TOKENS, fixed_retriever  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -77,11 +83,17 @@ def test_completion_llm_wrapper(vllm_tiny, settings, report):
     assert out.generations[0][0].text
     trimmed = out.llm_output["token_usage"]["prompt_tokens"]
     assert trimmed < direct
+    before = sums(vllm_tiny.base_url, VLLM)
+    wrapped.generate([prompt])  # the same call again: vLLM's metrics show the cache hit
+    hits = settled(vllm_tiny.base_url, before, 1)["vllm:prefix_cache_hits"]
+    cached = int(hits - before["vllm:prefix_cache_hits"])
+    assert cached > 0
     chunks = [c for c in wrapped.stream(prompt) if c]
     assert len(chunks) > 1, "the answer did not stream"
     report.append({"framework": "langchain (in-process)", "mode": "RagtrimLLM(OpenAI completions)",
                    "template": "langchain_stuff", "calls": 1, "tokens_before": direct,
-                   "tokens_after": trimmed, "streamed": True, "chunks": len(chunks),
+                   "tokens_after": trimmed, "cached_second": cached, "streamed": True,
+                   "chunks": len(chunks),
                    "units": "prompt tokens"})  # fmt: skip
 
 
