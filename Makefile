@@ -33,6 +33,8 @@ models: setup-ragtrim
 	@$(PY) deploy/local/build_tiny_llama.py --out $(MODELS)/tiny-llama
 	@$(PY) deploy/local/build_smollm2.py --out $(MODELS)/smollm2-135m-instruct
 	@$(PY) deploy/local/build_lingua_standin.py --out $(MODELS)/lingua2-standin-bert-base-multilingual-cased
+	@$(PY) deploy/local/build_lingua_standin.py --encoder-from minilm --out $(MODELS)/lingua2-standin-minilm-bert-base-multilingual-cased
+	@$(PY) deploy/local/build_static_minilm.py
 	@$(PY) -c "from compressors.offline import ensure_tiktoken_cache as e; e('$(TIKTOKEN_CACHE_DIR)')"
 
 lint:
