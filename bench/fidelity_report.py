@@ -37,9 +37,9 @@ def sentences_verbatim(source: str, out: str) -> bool:
     for s, e in split_sentences(source, KEEP_WHOLE.spans(source)):
         if pos >= end:
             break
-        if out.startswith(source[s:e], pos):
-            pos += e - s
-            pos += len(out[pos:]) - len(out[pos:].lstrip())
+        stop = pos + e - s  # a kept sentence ends where whitespace (a source gap) or `out` does
+        if out.startswith(source[s:e], pos) and (stop >= end or out[stop].isspace()):
+            pos = stop + len(out[stop:]) - len(out[stop:].lstrip())
     return pos >= end
 
 

@@ -23,6 +23,10 @@ def test_sentences_must_be_source_sentences_in_order():
     for keep in ([True, False, True], [False, True, False], [True, True, True]):
         assert sentences_verbatim(SOURCE, render_kept(SOURCE, spans, keep))
     assert sentences_verbatim(SOURCE, "")
+    gap = 'He said: "we hire. [. . .] Title VII is fair." It passed.'  # "[." "." ".]" too
+    spans = split_sentences(gap)
+    assert [gap[s:e] for s, e in spans][1:4] == ["[.", ".", ".]"]
+    assert sentences_verbatim(gap, render_kept(gap, spans, [True, True, False, True, True, False]))
     assert not sentences_verbatim(SOURCE, "The bridge opened in 1932. Work began on 3 May 1920.")
     assert not sentences_verbatim(SOURCE, "It cost $4.5 million. The bridge opened in 1932.")
 
