@@ -18,6 +18,7 @@ from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
 from compressors.base import Compressor
 from compressors.registry import build_compressor
+from proxy.admission import Admission
 from proxy.compression import CompressionEngine
 from proxy.feedback import Feedback
 from proxy.forward import Forwarder
@@ -162,7 +163,8 @@ def build(
         feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
                                           min_interval=c.prefill_scrape_interval)  # fmt: skip
     forwarder = Forwarder(pool, router, transport, settings.timeouts, Pipeline(stages, metrics),
-                          metrics, feedback, settings.max_body_bytes)  # fmt: skip
+                          metrics, feedback, Admission(settings.limits, metrics),
+                          settings.max_body_bytes, settings.health.panic)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
     discovery = None

@@ -6,7 +6,8 @@
     ├── NotFound            404   unknown model or route
     ├── MethodNotAllowed    405   e.g. GET on /v1/chat/completions
     ├── PayloadTooLarge     413   body above max_body_bytes
-    ├── Overloaded          429   admission refused
+    ├── Overloaded          429   admission refused (carries Retry-After)
+    ├── ShuttingDown        503   a stream cut at the drain deadline
     └── UpstreamError             the backend side failed
         ├── UpstreamUnavailable   502   connection refused/reset, backend 5xx before any byte
         ├── NoHealthyBackend      503   no backend is healthy / serves the model
@@ -33,6 +34,10 @@ class ProxyError(Exception):
         self.param = param
         if code is not None:
             self.code = code
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        """Extra response headers this error carries (e.g. Retry-After)."""
+        return []
 
     def envelope(self) -> dict:
         return {
@@ -74,6 +79,16 @@ class PayloadTooLarge(ProxyError):
 
 class Overloaded(ProxyError):
     status, type, code = 429, "rate_limit_error", "overloaded"
+    retry_after: int = 1
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"retry-after", str(self.retry_after).encode())]
+
+
+class ShuttingDown(ProxyError):
+    """Ends a stream still open at the drain deadline (the server is stopping)."""
+
+    status, type, code = 503, "server_error", "shutting_down"
 
 
 class UpstreamError(ProxyError):

@@ -7,6 +7,7 @@ The pass-through routes (everything under /v1 but models and compress, /tokenize
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from proxy.admission import Admission
 from proxy.context import RequestContext
-from proxy.errors import PayloadTooLarge, ProxyError, UpstreamError
+from proxy.errors import PayloadTooLarge, ProxyError, ShuttingDown, UpstreamError
 from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline
@@ -69,13 +71,19 @@ class Forwarder:
     pipeline: Pipeline
     metrics: Metrics
     feedback: Feedback
+    admission: Admission
     max_body_bytes: int
+    panic: bool = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         reply = Reply(send)
         try:
             ctx = await self._prepare(scope, receive, route)
-            await self._forward(ctx, scope, receive, reply)
+            self.admission.enter()
+            try:
+                await self._forward(ctx, scope, receive, reply)
+            finally:
+                self.admission.leave()
         except ClientDisconnected:
             pass  # counted where it was noticed; nobody is listening any more
         except ProxyError as exc:
@@ -97,8 +105,7 @@ class Forwarder:
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply) -> None:  # fmt: skip
         other = ctx.route == "other"
-        candidates = healthy_serving_model(self.pool, None if other else ctx.model)
-        ranked = self.router.rank(ctx, candidates)
+        ranked = self.router.rank(ctx, self._candidates(None if other else ctx.model))
         tap = None if other else UsageTap(ask_for_usage(ctx))
         path = _path(scope) if other else UPSTREAM_PATHS[ctx.route]
         ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
@@ -111,6 +118,11 @@ class Forwarder:
             error = exc
             phase = "mid_stream" if reply.started else "before_first_byte"
             self.metrics.client_disconnects.labels(phase).inc()
+            raise
+        except asyncio.CancelledError as exc:  # the server stopping at its drain deadline
+            error = exc
+            if reply.started:
+                await reply.error(ShuttingDown("ragtrim is shutting down; stream cut"))
             raise
         except BaseException as exc:
             error = exc
@@ -135,6 +147,12 @@ class Forwarder:
             headers.append((b"x-ragtrim-cached-tokens", str(cached_tokens(usage)).encode()))
         await reply.whole(ex.response.status, headers, body)
         return None, usage
+
+    def _candidates(self, model: str | None) -> list:
+        if self.panic and not self.pool.healthy():
+            self.metrics.panic_routes.inc()
+        candidates = healthy_serving_model(self.pool, model, panic=self.panic)
+        return self.admission.with_room(candidates)
 
     def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
         assert ex.response is not None and ex.endpoint is not None

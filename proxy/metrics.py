@@ -35,6 +35,14 @@ class Metrics:
         self.upstream_errors = Counter(
             "ragtrim_upstream_errors", "Upstream failures by kind", ["backend", "kind"], registry=r
         )
+        self.overloaded = Counter(
+            "ragtrim_overloaded", "Requests refused with 429 by the in-flight limits", ["scope"],
+            registry=r,
+        )  # fmt: skip
+        self.panic_routes = Counter(
+            "ragtrim_panic_routes", "Requests routed to every backend: none was healthy",
+            registry=r,
+        )  # fmt: skip
         self.failovers = Counter(
             "ragtrim_failovers", "Requests retried on the next backend", registry=r
         )

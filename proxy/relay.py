@@ -91,7 +91,7 @@ class Reply:
         if self.started:
             await self.body(exc.sse_event(), False)
             return
-        await self.whole(exc.status, [_JSON, *(headers or [])], exc.body())
+        await self.whole(exc.status, [_JSON, *exc.headers(), *(headers or [])], exc.body())
 
 
 async def relay_stream(

@@ -30,6 +30,27 @@ class TimeoutSettings(BaseModel):
 class HealthSettings(BaseModel):
     interval: float = Field(5.0, gt=0, description="Seconds between backend health checks.")
     timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
+    unhealthy_after: int = Field(
+        3,
+        ge=1,
+        description="Consecutive failed checks or timeouts before a backend is ejected "
+        "(a refused connection ejects at once).",
+    )
+    panic: bool = Field(
+        True, description="With no healthy backend, route to every known one rather than refuse."
+    )
+
+
+class LimitSettings(BaseModel):
+    max_in_flight: int = Field(
+        0, ge=0, description="Requests in flight per worker before new ones get 429 (0 = no limit)."
+    )
+    max_in_flight_per_backend: int = Field(
+        0,
+        ge=0,
+        description="Requests in flight per backend before it takes no more (0 = no limit).",
+    )
+    retry_after_s: int = Field(1, ge=0, description="Retry-After sent with an overload 429.")
 
 
 class DiscoverySettings(BaseModel):
@@ -163,6 +184,7 @@ class Settings(BaseSettings):
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."

@@ -15,6 +15,13 @@ class Endpoint:
     in_flight: int = 0
     last_error: str = ""
     checked: bool = False
+    failures: int = 0  # consecutive failed health checks
+
+    def passed(self) -> None:
+        """A request or a check succeeded: it is alive (passive health)."""
+        self.failures = 0
+        if not self.healthy and self.models:
+            self.healthy = True
 
     def __hash__(self) -> int:
         return hash(self.url)

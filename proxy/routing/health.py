@@ -1,6 +1,9 @@
 """Background health checks on the event loop (no threads).
 
 Each round asks every backend for `/v1/models`: 200 with a model list = healthy.
+A busy backend is not a dead one: it is ejected only after `unhealthy_after`
+consecutive failed checks (or at once when it refuses connections), and every
+request it answers counts as a passed check (proxy/upstream/exchange.py).
 `on_healthy` callbacks fire when a backend turns healthy (start or restart); the
 warm-up of hot prefixes hangs off that hook.
 """
@@ -37,9 +40,13 @@ class HealthChecker:
             resp.raise_for_status()
             cards = tuple(resp.json().get("data", []))
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            ep.healthy, ep.last_error = False, f"{type(exc).__name__}: {exc}"
+            ep.failures += 1
+            ep.last_error = f"{type(exc).__name__}: {exc}"
+            refused = isinstance(exc, httpx.ConnectError)
+            if refused or ep.failures >= self.settings.unhealthy_after or not ep.checked:
+                ep.healthy = False
         else:
-            ep.healthy, ep.last_error = True, ""
+            ep.failures, ep.healthy, ep.last_error = 0, True, ""
             ep.model_cards = cards
             ep.models = frozenset(c.get("id", "") for c in cards)
         ep.checked = True

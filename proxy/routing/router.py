@@ -46,9 +46,18 @@ class HighestScore:
         return sorted(endpoints, key=lambda ep: (-totals[ep], ep.url))
 
 
-def healthy_serving_model(pool: EndpointPool, model: str | None) -> list[Endpoint]:
-    """The candidates: healthy, and serving `model` when one is asked for."""
+def healthy_serving_model(
+    pool: EndpointPool, model: str | None, *, panic: bool = False
+) -> list[Endpoint]:
+    """The candidates: healthy, and serving `model` when one is asked for.
+
+    With `panic` and no healthy backend at all, every backend is a candidate (Envoy's
+    panic threshold): a health probe that times out on a busy replica must not turn
+    into 503s for requests that replica would have served. Connection failures still
+    fail over in rank order, so a dead one costs a refused connect, not a timeout."""
     healthy = pool.healthy()
+    if not healthy and panic:
+        healthy = [ep for ep in pool.endpoints if ep.models]  # each answered once
     if not healthy:
         raise NoHealthyBackend("no healthy backend")
     if model is None:

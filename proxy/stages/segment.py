@@ -1,10 +1,15 @@
-"""Segment stage: find the context documents and the question (compressors.templates)."""
+"""Segment stage: find the context documents and the question (compressors.templates).
+
+ragtrim's own request options (the `ragtrim` body field, `x-ragtrim-rate`) are
+validated here, on every request: an invalid one is a 400 whether or not a RAG
+context is found, so a typo never passes silently on the requests it would affect."""
 
 from __future__ import annotations
 
 from compressors.templates import segment_chat, segment_prompt
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
+from proxy.stages.compress import requested_rate
 
 BODY_FIELD = "ragtrim"
 
@@ -23,6 +28,7 @@ class SegmentStage:
             ctx.options = field
             del ctx.body[BODY_FIELD]  # ragtrim's own field never reaches the backend
             ctx.modified = True
+        requested_rate(ctx, None)  # raises InvalidRequest on a bad value
         seg = self._segment(ctx, field)
         if seg is not None:
             ctx.segmentation = seg

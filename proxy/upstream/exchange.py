@@ -72,6 +72,8 @@ class Exchange:
                 self._give_back()
                 continue
             self.response = response
+            if response.status < 500:
+                ep.passed()
             if i:
                 self.metrics.failovers.inc()
             return

@@ -1,7 +1,6 @@
 """The data plane against real sockets: error envelopes for bad input, in-flight
 counted from the moment a request is sent, and chunks relayed one by one."""
 
-import asyncio
 import json
 import threading
 import time
@@ -9,6 +8,7 @@ import time
 import httpx
 
 from tests.support.servers import serving
+from tests.unit.proxy.backends import GatedStream
 
 CHAT = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -67,29 +67,6 @@ def test_a_non_streamed_request_counts_in_flight_before_its_headers(stub, make_p
     assert _in_flight(proxy.url, stub.url) == 1.0
     worker.join()
     assert _in_flight(proxy.url, stub.url) == 0.0
-
-
-class GatedStream:
-    """SSE upstream that sends its second event only once the test says so."""
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return
-        if scope["method"] == "GET":
-            body = json.dumps({"data": [{"id": "stub-model"}]}).encode()
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json")]})  # fmt: skip
-            await send({"type": "http.response.body", "body": body})
-            return
-        headers = [(b"content-type", b"text/event-stream")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"data: one\n\n", "more_body": True})
-        while not self.release.is_set():
-            await asyncio.sleep(0.01)
-        await send({"type": "http.response.body", "body": b"data: two\n\n"})
 
 
 def test_first_chunk_reaches_the_client_before_the_backend_sends_the_second(make_proxy):

@@ -1,0 +1,50 @@
+"""Overload protection: a fast 429 with Retry-After instead of unbounded queueing.
+
+Two limits, both off by default (vLLM queues requests itself; the limits are for a
+fleet that prefers shedding to queueing, e.g. behind a load balancer that retries
+elsewhere):
+- `max_in_flight`: requests in flight in this worker, counted from the moment the
+  body is read to the last byte relayed;
+- `max_in_flight_per_backend`: a backend at its limit is filtered out of the
+  candidates; when every candidate is full the request gets 429.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from proxy.errors import Overloaded
+from proxy.metrics import Metrics
+from proxy.routing.endpoint import Endpoint
+from proxy.settings import LimitSettings
+
+
+class Admission:
+    def __init__(self, limits: LimitSettings, metrics: Metrics):
+        self.limits = limits
+        self.metrics = metrics
+        self.in_flight = 0
+
+    def _refuse(self, scope: str, message: str) -> Overloaded:
+        self.metrics.overloaded.labels(scope).inc()
+        exc = Overloaded(message)
+        exc.retry_after = self.limits.retry_after_s
+        return exc
+
+    def enter(self) -> None:
+        cap = self.limits.max_in_flight
+        if cap and self.in_flight >= cap:
+            raise self._refuse("global", f"ragtrim is at its limit of {cap} requests in flight")
+        self.in_flight += 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+
+    def with_room(self, candidates: Sequence[Endpoint]) -> list[Endpoint]:
+        cap = self.limits.max_in_flight_per_backend
+        if not cap:
+            return list(candidates)
+        room = [ep for ep in candidates if ep.in_flight < cap]
+        if not room:
+            raise self._refuse("backend", f"every backend is at its limit of {cap} in flight")
+        return room
