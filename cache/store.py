@@ -1,20 +1,25 @@
 """KVStore: bytes by key, with a TTL. A miss and an outage look the same to callers.
 
 MemoryStore  in-process LRU (the embedded default; one per app, not global)
-RedisStore   shared by every ragtrim replica; short timeouts; errors → miss/no-op,
-             reported through `on_error` (the proxy counts them)
+RedisStore   shared by every ragtrim replica; short timeouts, no retries; while Redis
+             fails, an in-process fallback answers (reported through `on_error`:
+             the proxy counts them) until a background probe sees it back
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
+
+from cache.breaker import Outage
 
 log = logging.getLogger("ragtrim.cache")
 OnError = Callable[[str, BaseException], None]
+T = TypeVar("T")
 
 
 class KVStore(Protocol):
@@ -96,17 +101,50 @@ class MemoryStore:
 
 
 class RedisStore:
-    """Redis-backed store; every failure is a miss (get) or a no-op (set)."""
+    """Redis-backed store, shared by every replica; never the reason a request fails.
 
-    def __init__(self, url: str, *, timeout: float = 0.25, on_error: OnError | None = None,
-                 prefix: str = "ragtrim:"):  # fmt: skip
+    Every call is bounded by `timeout` (no client retries: a retry would multiply the
+    wait). A failure is counted through `on_error` and the call is served by the
+    in-process `fallback` instead (a miss, then whatever was written meanwhile); while
+    Redis is down every call goes to the fallback at once, until a background probe
+    sees it answer again (cache/breaker.py). What was written to the fallback during
+    the outage stays local: a memo entry is recomputed once on its next miss.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 0.1, retry_after: float = 0.5,
+                 on_error: OnError | None = None, prefix: str = "ragtrim:",
+                 fallback: KVStore | None = None):  # fmt: skip
         import redis.asyncio as redis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
 
         self.client = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
+            url, socket_timeout=timeout, socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0), retry_on_timeout=False,
+        )  # fmt: skip
         self.prefix = prefix
+        self.timeout = timeout
+        self.fallback: KVStore = fallback if fallback is not None else MemoryStore(10_000)
+        self.outage = Outage(self._probe, retry_after=retry_after, timeout=timeout)
         self.on_error = on_error or (lambda op, exc: log.warning("redis %s failed: %r", op, exc))
+
+    async def _probe(self) -> None:
+        """Fresh connections, then PING: pooled ones may be dead (a restarted server
+        resets them), and each would fail one request after the store is back up."""
+        await self.client.connection_pool.disconnect()
+        await self.client.ping()
+
+    async def _call(self, op: str, remote: Callable[[], Awaitable[T]],
+                    local: Callable[[], Awaitable[T]]) -> T:  # fmt: skip
+        if self.outage.down:
+            return await local()
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await remote()
+        except Exception as exc:  # noqa: BLE001 - an outage reads as the fallback
+            self.on_error(op, exc)
+            self.outage.failed()
+            return await local()
 
     async def get(self, key: str) -> bytes | None:
         return (await self.get_many([key]))[0]
@@ -114,11 +152,8 @@ class RedisStore:
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys:
             return []
-        try:
-            return await self.client.mget([self.prefix + k for k in keys])
-        except Exception as exc:  # noqa: BLE001 - an outage reads as a miss
-            self.on_error("get", exc)
-            return [None] * len(keys)
+        return await self._call("get", lambda: self.client.mget([self.prefix + k for k in keys]),
+                                lambda: self.fallback.get_many(keys))  # fmt: skip
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         await self.set_many({key: value}, ttl)
@@ -126,50 +161,47 @@ class RedisStore:
     async def set_many(self, items: dict[str, bytes], ttl: float | None = None) -> None:
         if not items:
             return
-        try:
+
+        async def remote() -> None:
             async with self.client.pipeline(transaction=False) as pipe:
                 for key, value in items.items():
                     pipe.set(self.prefix + key, value, px=int(ttl * 1000) if ttl else None)
                 await pipe.execute()
-        except Exception as exc:  # noqa: BLE001 - fail open
-            self.on_error("set", exc)
+
+        await self._call("set", remote, lambda: self.fallback.set_many(items, ttl))
 
     async def hincr(self, key: str, fields: dict[str, float]) -> None:
-        try:
+        async def remote() -> None:
             async with self.client.pipeline(transaction=False) as pipe:
                 for field, amount in fields.items():
                     pipe.hincrbyfloat(self.prefix + key, field, amount)
                 await pipe.execute()
-        except Exception as exc:  # noqa: BLE001 - fail open
-            self.on_error("hincr", exc)
+
+        await self._call("hincr", remote, lambda: self.fallback.hincr(key, fields))
 
     async def hsetnx(self, key: str, field: str, value: str) -> None:
-        try:
-            await self.client.hsetnx(self.prefix + key, field, value)
-        except Exception as exc:  # noqa: BLE001 - fail open
-            self.on_error("hsetnx", exc)
+        await self._call("hsetnx", lambda: self.client.hsetnx(self.prefix + key, field, value),
+                         lambda: self.fallback.hsetnx(key, field, value))  # fmt: skip
 
     async def hgetall(self, key: str) -> dict[str, str]:
-        try:
+        async def remote() -> dict[str, str]:
             raw = await self.client.hgetall(self.prefix + key)
-        except Exception as exc:  # noqa: BLE001 - an outage reads as empty
-            self.on_error("hgetall", exc)
-            return {}
-        return {k.decode(): v.decode() for k, v in raw.items()}
+            return {k.decode(): v.decode() for k, v in raw.items()}
+
+        return await self._call("hgetall", remote, lambda: self.fallback.hgetall(key))
 
     async def zincr(self, key: str, member: str, amount: float = 1) -> None:
-        try:
-            await self.client.zincrby(self.prefix + key, amount, member)
-        except Exception as exc:  # noqa: BLE001 - fail open
-            self.on_error("zincr", exc)
+        await self._call("zincr", lambda: self.client.zincrby(self.prefix + key, amount, member),
+                         lambda: self.fallback.zincr(key, member, amount))  # fmt: skip
 
     async def ztop(self, key: str, n: int) -> list[str]:
-        try:
+        async def remote() -> list[str]:
             members = await self.client.zrevrange(self.prefix + key, 0, n - 1)
-        except Exception as exc:  # noqa: BLE001 - an outage reads as empty
-            self.on_error("ztop", exc)
-            return []
-        return [m.decode() for m in members]
+            return [m.decode() for m in members]
+
+        return await self._call("ztop", remote, lambda: self.fallback.ztop(key, n))
 
     async def aclose(self) -> None:
+        await self.outage.aclose()
         await self.client.aclose()
+        await self.fallback.aclose()
