@@ -117,7 +117,11 @@ class CompressStage:
         if ctx.route == "chat":
             ctx.set_body_field("messages", apply_chat(ctx.body["messages"], seg, new_texts))
         else:
-            ctx.set_body_field("prompt", apply_prompt(ctx.body["prompt"], seg, new_texts))
+            prompt = ctx.body["prompt"]
+            if isinstance(prompt, list):  # [str]: see segment.single_prompt
+                ctx.set_body_field("prompt", [apply_prompt(prompt[0], seg, new_texts)])
+            else:
+                ctx.set_body_field("prompt", apply_prompt(prompt, seg, new_texts))
 
 
 def _failure_reason(exc: BaseException) -> str:

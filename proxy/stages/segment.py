@@ -38,7 +38,15 @@ class SegmentStage:
     def _segment(self, ctx: RequestContext, field: dict | None):
         if ctx.route == "chat":
             return segment_chat(ctx.body["messages"], body_field=field, patterns=self.patterns)
-        prompt = ctx.body.get("prompt")
-        if isinstance(prompt, str):
+        prompt = single_prompt(ctx.body.get("prompt"))
+        if prompt is not None:
             return segment_prompt(prompt, body_field=field, patterns=self.patterns)
         return None
+
+
+def single_prompt(prompt) -> str | None:
+    """The one prompt text: a string, or a list holding exactly one string (what
+    langchain_openai.OpenAI and other batching clients send for one prompt)."""
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    return prompt if isinstance(prompt, str) else None

@@ -14,18 +14,15 @@ from tests.support import frameworks as fw  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-# langchain_openai.OpenAI sends `prompt` as a one-element list; the segment stage only
-# reads a string prompt (fix: /work/notes/issue-12-prompt-list.patch, for the lead)
-PROMPT_LIST = "segment stage ignores prompt=[str]"
 LI_QA = {"llamaindex_text_qa"}
 LI_REFINE = {"llamaindex_text_qa", "llamaindex_refine"}
 CASES = [
     ("langchain", "create_stuff_documents_chain", fw.lc_stuff, {"langchain_stuff"}, True),
     ("langchain", "create_stuff_documents_chain", fw.lc_stuff, {"langchain_stuff"}, False),
     ("langchain", "load_qa_chain stuff", fw.lc_load_qa, {"langchain_stuff"}, False),
-    pytest.param(
-        "langchain", "load_qa_chain stuff (OpenAI completion LLM)", fw.lc_load_qa_completion,
-        {"langchain_stuff"}, False, marks=pytest.mark.xfail(strict=True, reason=PROMPT_LIST)),
+    # langchain_openai.OpenAI sends `prompt` as a one-element list
+    ("langchain", "load_qa_chain stuff (OpenAI completion LLM)", fw.lc_load_qa_completion,
+     {"langchain_stuff"}, False),
     ("langchain", "create_retrieval_chain", fw.lc_retrieval, {"langchain_stuff"}, True),
     ("langchain", "rlm/rag-prompt LCEL", fw.lc_rag_prompt, {"langchain_rag_prompt"}, True),
     ("langchain", "rlm/rag-prompt LCEL", fw.lc_rag_prompt, {"langchain_rag_prompt"}, False),
