@@ -37,6 +37,12 @@ class CompressionBusy(Exception):
     """Every compression worker is busy; the caller forwards the original."""
 
 
+class WorkerCrashed(Exception):
+    """The compressor raised a BaseException (SystemExit, KeyboardInterrupt, ...) in its
+    worker. Left as it was, asyncio would re-raise it in the event loop and stop the
+    server; as an ordinary exception it fails this request open like any other."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     texts: tuple[str, ...]
@@ -66,6 +72,7 @@ class CompressionEngine:
         self._backlog_chars = 0  # characters of those jobs
         self._ms_per_char: deque[float] = deque(maxlen=32)
         self.state = "cold"  # cold -> loading -> ready | failed
+        self.replaced = 0  # workers replaced after a job overran its timeout
 
     async def warm(self, torch_threads: int = 0) -> None:
         """Load the model in a worker before traffic needs it. Meanwhile requests find
@@ -149,11 +156,17 @@ class CompressionEngine:
             began = time.perf_counter()
             timing["wait_ms"] = (began - submitted) * 1000
             budget = self._budget(documents, rate)
-            out = self.compressor.compress(documents, question=question, budget=budget)
+            try:
+                out = self.compressor.compress(documents, question=question, budget=budget)
+            except Exception:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
+                raise WorkerCrashed(type(exc).__name__) from exc
             timing["work_ms"] = (time.perf_counter() - began) * 1000
             return out
 
         chars = sum(len(d) for d in documents)
+        timing["chars"] = chars
         job = self._pool.submit(call)
         self._running += 1  # until the thread really finishes (or the job is cancelled)
         self._backlog_chars += chars
@@ -164,7 +177,8 @@ class CompressionEngine:
                 asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
             )
         except TimeoutError:
-            job.cancel()  # still queued: it never runs; in a worker: it finishes unused
+            if not job.cancel():  # still queued: it never runs; in a worker: replace it
+                self._replace_worker(timing)
             raise
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
@@ -174,7 +188,21 @@ class CompressionEngine:
         total = sum(self.count(d) for d in documents)  # runs in the worker thread
         return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
 
+    def _replace_worker(self, timing: dict[str, float]) -> None:
+        """A job overran its timeout in a worker, which it may never leave (a hang):
+        new jobs go to a fresh pool, and the old one exits once its jobs are done.
+        Python cannot stop the thread; the abandoned job no longer counts as backlog."""
+        old = self._pool
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ragtrim-compress")
+        old.shutdown(wait=False)
+        self.replaced += 1
+        self._running -= 1
+        self._backlog_chars -= int(timing.get("chars", 0))
+        timing["abandoned"] = 1.0
+
     def _finished(self, chars: int, timing: dict[str, float]) -> None:
+        if timing.get("abandoned"):
+            return  # uncounted when its worker was replaced
         self._running -= 1
         self._backlog_chars -= chars
         if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from compressors.templates import apply_chat, apply_prompt
-from proxy.compression import CompressionBusy, CompressionEngine, Outcome
+from proxy.compression import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
 from proxy.gate import CostGate, RobustRate
@@ -129,4 +129,6 @@ def _failure_reason(exc: BaseException) -> str:
         return "busy"
     if isinstance(exc, TimeoutError):
         return "timeout"
+    if isinstance(exc, WorkerCrashed):
+        return "crash"
     return "error"

@@ -79,17 +79,19 @@ async def until(condition, timeout: float = 10.0) -> None:
 def test_timeout_includes_the_queue_and_a_queued_job_is_cancelled():
     async def scenario():
         c = Gated()
-        e = engine(c, timeout=0.1)
-        with pytest.raises(TimeoutError):  # runs, blocked: times out, keeps the worker
-            await e.compress(DOCS, "q", 0.5)
-        assert c.started.is_set() and e.expected_wait_ms(1.0) > 0
+        e = engine(c, timeout=5.0)
+        running = asyncio.create_task(e.compress(DOCS, "q", 0.5))
+        await until(c.started.is_set)
+        assert e.expected_wait_ms(1.0) > 0
+        e.timeout = 0.1
         with pytest.raises(TimeoutError):  # queued behind it: times out and is dropped
             await e.compress(["other"], "q", 0.5)
         c.release.set()
+        await running  # its own wait began under the longer timeout
         await until(lambda: e.expected_wait_ms(1.0) == 0 and e._running == 0)
-        e.timeout = 5.0
         out = await e.compress(["other doc"], "q", 0.5)
         assert out.misses == 1 and c.calls == 2  # the cancelled job never ran
+        assert e.replaced == 0  # no job overran in a worker (that case: test_compressor_faults)
         e.close()
 
     asyncio.run(scenario())
