@@ -1,5 +1,11 @@
 """Stable content keys: sha256 over length-prefixed parts (no ambiguity between
-("ab", "c") and ("a", "bc")), hex encoded."""
+("ab", "c") and ("a", "bc")), hex encoded.
+
+Keys of entries that hold a tenant's content (compressed documents) carry the tenant
+twice: inside the hash (another tenant cannot reach the entry, not even by sending the
+same document, so a memo hit never tells one tenant what another has sent) and as a
+short tag in the name (`memo:<tag>:...`, so one tenant's entries can be listed and
+deleted). Without tenancy (tenant "") the name has no tag."""
 
 from __future__ import annotations
 
@@ -15,9 +21,17 @@ def content_key(*parts: str) -> str:
     return digest.hexdigest()
 
 
-def memo_key(compressor_fingerprint: str, document: str, question: str | None) -> str:
+def tenant_tag(tenant: str) -> str:
+    """A short, stable name for a tenant in store keys ("" without tenancy)."""
+    return content_key("tenant", tenant)[:16] if tenant else ""
+
+
+def memo_key(
+    compressor_fingerprint: str, document: str, question: str | None, tenant: str = ""
+) -> str:
     """Key of one compressed document; the question only for question-aware compressors."""
-    parts = ("doc", compressor_fingerprint, document)
+    parts = ("doc", tenant, compressor_fingerprint, document)
     if question is not None:
         parts += (question,)
-    return "memo:" + content_key(*parts)
+    tag = tenant_tag(tenant)
+    return f"memo:{tag + ':' if tag else ''}{content_key(*parts)}"

@@ -2,7 +2,8 @@
 
 The key covers the compressor's fingerprint (name, version, settings), the document
 and — for question-aware compressors only — the question. A question-agnostic
-compressor (LLMLingua-2) therefore hits across requests and across replicas.
+compressor (LLMLingua-2) therefore hits across requests and across replicas, within
+one tenant: with tenancy, the tenant is part of the key (cache/keys.py).
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ class ChunkMemo:
         self.ttl = ttl
 
     @staticmethod
-    def keys(fingerprint: str, documents: Sequence[str], question: str | None) -> list[str]:
-        return [memo_key(fingerprint, doc, question) for doc in documents]
+    def keys(fingerprint: str, documents: Sequence[str], question: str | None,
+             tenant: str = "") -> list[str]:  # fmt: skip
+        return [memo_key(fingerprint, doc, question, tenant) for doc in documents]
 
     async def lookup(
-        self, fingerprint: str, documents: Sequence[str], question: str | None
+        self, fingerprint: str, documents: Sequence[str], question: str | None, tenant: str = ""
     ) -> list[MemoEntry | None]:
-        raw = await self.store.get_many(self.keys(fingerprint, documents, question))
+        raw = await self.store.get_many(self.keys(fingerprint, documents, question, tenant))
         return [_decode(value) for value in raw]
 
     async def remember(
@@ -43,8 +45,9 @@ class ChunkMemo:
         documents: Sequence[str],
         question: str | None,
         entries: Sequence[MemoEntry],
+        tenant: str = "",
     ) -> None:
-        keys = self.keys(fingerprint, documents, question)
+        keys = self.keys(fingerprint, documents, question, tenant)
         items = {k: json.dumps(e.__dict__).encode() for k, e in zip(keys, entries, strict=True)}
         await self.store.set_many(items, self.ttl)
 

@@ -153,7 +153,7 @@ def build(
     stages = [  # THE pipeline order (canonicalize after compress: see its module)
         TenantStage(settings.tenancy),
         SegmentStage(c.patterns),
-        CompressStage(engine, gate, metrics, c.rate if c.enabled else None),
+        CompressStage(engine, gate, metrics, c.rate if c.enabled else None, settings.log_prompts),
         CanonicalizeStage(settings.canonical, metrics),
     ]
     router = make_router(settings.routing)
@@ -162,7 +162,8 @@ def build(
     if c.prefill_metrics:
         feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
                                           min_interval=c.prefill_scrape_interval)  # fmt: skip
-    forwarder = Forwarder(pool, router, transport, settings.timeouts, Pipeline(stages, metrics),
+    pipeline = Pipeline(stages, metrics, settings.log_prompts)
+    forwarder = Forwarder(pool, router, transport, settings.timeouts, pipeline,
                           metrics, feedback, Admission(settings.limits, metrics),
                           settings.max_body_bytes, settings.health.panic)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)

@@ -103,9 +103,10 @@ class CompressionEngine:
             return None
         return question + "\x00" + content_key(*documents)
 
-    async def lookup(self, documents: Sequence[str], question: str, rate: float):
+    async def lookup(self, documents: Sequence[str], question: str, rate: float,
+                     tenant: str = ""):  # fmt: skip
         scope = self._scope(documents, question)
-        return await self.memo.lookup(self.fingerprint(rate), documents, scope)
+        return await self.memo.lookup(self.fingerprint(rate), documents, scope, tenant)
 
     def expected_wait_ms(self, prior_ms_per_char: float) -> float:
         """How long a new job would queue before a worker takes it: the work ahead
@@ -117,12 +118,14 @@ class CompressionEngine:
         per_char = prior_ms_per_char if measured is None else measured
         return self._backlog_chars * per_char / self.workers
 
-    async def compress(self, documents: Sequence[str], question: str, rate: float) -> Outcome:
+    async def compress(self, documents: Sequence[str], question: str, rate: float,
+                       tenant: str = "") -> Outcome:  # fmt: skip
+        """`tenant` scopes the memo: one tenant's entries never serve another."""
         if self.state == "loading":
             raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
         timing: dict[str, float] = {}
-        entries = await self.lookup(documents, question, rate)
+        entries = await self.lookup(documents, question, rate, tenant)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
@@ -132,7 +135,7 @@ class CompressionEngine:
                 entries[i] = entry
             scope = self._scope(documents, question)
             await self.memo.remember(
-                self.fingerprint(rate), [documents[i] for i in missing], scope, fresh
+                self.fingerprint(rate), [documents[i] for i in missing], scope, fresh, tenant
             )
         done = [e for e in entries if e is not None]
         return Outcome(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -26,10 +27,22 @@ class Stage(Protocol):
     async def __call__(self, ctx: RequestContext) -> None: ...
 
 
+def describe_error(exc: BaseException, with_text: bool) -> str:
+    """An exception for a log line. Its message may quote the prompt (a KeyError on a
+    document, a tokenizer complaining about a span), so unless `with_text` only its
+    type and the line that raised it are shown."""
+    if with_text:
+        return repr(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}"
+
+
 class Pipeline:
-    def __init__(self, stages: Sequence[Stage], metrics: Metrics):
+    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool = False):
         self.stages = list(stages)
         self.metrics = metrics
+        self.log_prompts = log_prompts
 
     async def run(self, ctx: RequestContext) -> None:
         for stage in self.stages:
@@ -39,7 +52,9 @@ class Pipeline:
             except ProxyError:
                 raise
             except Exception as exc:  # noqa: BLE001 - fail open, by design
-                log.warning("stage %s failed open: %r", stage.name, exc, exc_info=True)
+                detail = describe_error(exc, self.log_prompts)
+                log.warning("stage %s failed open: %s", stage.name, detail,
+                            exc_info=self.log_prompts)  # fmt: skip
                 self.metrics.stage_failures.labels(stage.name).inc()
                 ctx.trace.append(f"{stage.name}: failed open ({type(exc).__name__})")
             ctx.timings_ms[stage.name] = (time.perf_counter() - start) * 1000

@@ -198,6 +198,11 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level."
     )
+    log_prompts: bool = Field(
+        False,
+        description="Let logs carry text from requests (exception messages of failed stages "
+        "and compressions can quote prompts); off: only error types and where they arose.",
+    )
 
     @field_validator("backends", mode="before")
     @classmethod

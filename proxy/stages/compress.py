@@ -21,6 +21,7 @@ from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
 from proxy.gate import CostGate, RobustRate
 from proxy.metrics import Metrics
+from proxy.pipeline import describe_error
 
 log = logging.getLogger("ragtrim.compress")
 CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens, until compressions have measured it
@@ -47,8 +48,9 @@ class CompressStage:
     name = "compress"
 
     def __init__(self, engine: CompressionEngine, gate: CostGate, metrics: Metrics,
-                 default_rate: float | None):  # fmt: skip
+                 default_rate: float | None, log_prompts: bool = False):  # fmt: skip
         self.engine = engine
+        self.log_prompts = log_prompts
         self.gate = gate
         self.metrics = metrics
         self.default_rate = default_rate
@@ -71,7 +73,8 @@ class CompressStage:
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         tokens = self.estimate_tokens(texts)
-        hits = sum(e is not None for e in await self.engine.lookup(texts, question, rate))
+        found = await self.engine.lookup(texts, question, rate, ctx.tenant)
+        hits = sum(e is not None for e in found)
         per_char = self.gate.compressor_ms_per_token() / (
             self.chars_per_token.value() or CHARS_PER_TOKEN
         )
@@ -84,10 +87,11 @@ class CompressStage:
         if decision.rate is None:
             return None
         try:
-            outcome = await self.engine.compress(texts, question, decision.rate)
+            outcome = await self.engine.compress(texts, question, decision.rate, ctx.tenant)
         except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
             reason = _failure_reason(exc)
-            log.warning("compression failed open (%s): %r", reason, exc)
+            log.warning("compression failed open (%s): %s", reason,
+                        describe_error(exc, self.log_prompts))  # fmt: skip
             self.metrics.compress_failures.labels(reason).inc()
             ctx.response_headers["x-ragtrim-decision"] = f"failed-open:{reason}"
             return None

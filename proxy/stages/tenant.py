@@ -5,6 +5,9 @@ is a 401) and `cache_salt` is set from the tenant, overwriting whatever the clie
 sent: a tenant must not be able to probe another's prefix cache (vLLM
 CVE-2025-46570: hits are measurable from 8 tokens). Without api_keys, the
 `default_tenant` applies; when that is empty, the client's cache_salt passes as sent.
+API keys are compared in constant time (`match_key`). `ctx.tenant` also scopes the
+chunk memo (cache/keys.py); the prefix registry and replay bodies are keyed by the
+prefix key, which covers the tenant's salt set here.
 """
 
 from __future__ import annotations
@@ -21,6 +24,18 @@ def tenant_salt(tenant: str, secret: str) -> str:
     return hmac.new(secret.encode(), tenant.encode(), hashlib.sha256).hexdigest()[:32]
 
 
+def match_key(presented: str, keys: dict[str, str]) -> str | None:
+    """The tenant of `presented`, comparing it with every configured key in constant
+    time: a dict lookup hashes the key and compares it with early exit, and the time
+    an early exit saves tells an attacker how many leading bytes were right."""
+    given = presented.encode()
+    found = None
+    for key, tenant in keys.items():
+        if hmac.compare_digest(given, key.encode()):  # no early exit: every key is compared
+            found = tenant
+    return found
+
+
 class TenantStage:
     name = "tenant"
 
@@ -33,7 +48,7 @@ class TenantStage:
             return self.settings.default_tenant
         auth = ctx.headers.get("authorization", "")
         key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        tenant = keys.get(key)
+        tenant = match_key(key, keys)
         if tenant is None:
             raise Unauthorized("Incorrect API key provided.")
         return tenant
