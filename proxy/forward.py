@@ -121,9 +121,11 @@ class Forwarder:
             raise
         except asyncio.CancelledError as exc:  # the server stopping at its drain deadline
             error = exc
-            if reply.started:
-                await reply.error(ShuttingDown("ragtrim is shutting down; stream cut"))
-            raise
+            if not reply.started:
+                raise
+            await reply.error(ShuttingDown("ragtrim is shutting down; stream cut"))
+            asyncio.current_task().uncancel()  # ended cleanly: nothing left to cancel
+            return
         except BaseException as exc:
             error = exc
             raise
