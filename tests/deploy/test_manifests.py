@@ -146,8 +146,16 @@ def ragtrim_settings(overlay: str, tmp_path: Path, monkeypatch):
     return docs, dep, c, load_settings(local)
 
 
+def assert_drain_fits(dep: dict, c: dict, settings) -> None:
+    """preStop sleep, then up to timeouts.drain for open streams: inside the grace period."""
+    grace = pod_spec(dep)["terminationGracePeriodSeconds"]
+    assert prestop_seconds(c) + settings.timeouts.drain < grace
+    assert settings.timeouts.drain >= 120  # a long answer streams for minutes
+
+
 def test_sidecar_wiring_lines_up(tmp_path, monkeypatch):
     docs, dep, c, settings = ragtrim_settings("sidecar", tmp_path, monkeypatch)
+    assert_drain_fits(dep, c, settings)
     vllm = container(dep, "vllm")
     vllm_port = vllm["ports"][0]["containerPort"]
     assert settings.backends == [f"http://127.0.0.1:{vllm_port}"]
@@ -163,6 +171,7 @@ def test_sidecar_wiring_lines_up(tmp_path, monkeypatch):
 
 def test_gateway_wiring_lines_up(tmp_path, monkeypatch):
     docs, dep, c, settings = ragtrim_settings("gateway", tmp_path, monkeypatch)
+    assert_drain_fits(dep, c, settings)
     assert dep["spec"]["replicas"] >= 2
     (backend,) = settings.backends
     name, port = backend.removeprefix("dns+http://").split(":")
