@@ -12,8 +12,12 @@
   request's headers arrive only after the whole generation: counting from then on
   would hide it from the load scorer and the bounded-load picker).
 - Failover walks the ranked replicas only before the first byte reaches the client:
-  on connection failures, first-byte timeouts and 502/503/504 answers. A replica that
-  refuses connections is marked unhealthy at once (the health checks bring it back).
+  on connection failures and 502/503/504 answers. A replica that refuses connections
+  is marked unhealthy at once (the health checks bring it back). A first-byte
+  timeout is a 504 at once, never retried elsewhere: the request may well be running
+  on that replica (vLLM sends no headers before a non-streamed answer is complete),
+  and retrying would multiply the work across replicas. Closing the connection
+  makes vLLM abort it.
 - Deadlines: `first_byte` until the response headers, `idle` between two chunks,
   `total` for the whole exchange.
 - Timestamps of the first and last body chunk give TTFT and TPOT for feedback.
@@ -62,9 +66,11 @@ class Exchange:
                 response = await self._send(ep)
             except UpstreamError as exc:
                 self._count_error(exc)
+                self._give_back()
+                if isinstance(exc, UpstreamTimeout):
+                    raise
                 if getattr(exc, "connect_failed", False):
                     ep.healthy = False
-                self._give_back()
                 last = exc
                 continue
             if response.status in RETRY_STATUSES and i + 1 < len(ranked):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 
 MODELS = json.dumps({"object": "list", "data": [{"id": "stub-model"}]}).encode()
 ANSWER = json.dumps({"choices": [{"message": {"content": "ok"}}], "usage": {}}).encode()
@@ -92,3 +93,23 @@ class BigStream(Backend):
             await send({"type": "http.response.body", "body": event, "more_body": True})
             self.sent += 1
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+class WaitsForDisconnect(Backend):
+    """Never answers a completion; records when the proxy closes the connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.closed = threading.Event(), threading.Event()
+        self.closed_at = 0.0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await _drain(receive)
+            self.started.set()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.closed_at = time.monotonic()
+            self.closed.set()
+            return
+        await super().__call__(scope, receive, send)

@@ -135,3 +135,17 @@ def test_invalid_ragtrim_options_are_rejected_without_rag_context(stub, make_pro
     resp = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, **body}, headers=headers)
     assert resp.status_code == 400
     assert resp.json()["error"]["param"] in ("rate", "ragtrim")
+
+
+def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_proxy):
+    from stub_vllm import StubVllm
+
+    one, two = StubVllm(), StubVllm()
+    with serving(one) as a, serving(two) as b:
+        proxy = make_proxy([a.url, b.url], timeouts={"first_byte": 0.5})
+        start = time.monotonic()
+        body = {**CHAT, "stub": {"delay": 5}}
+        resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body, timeout=10)
+        assert resp.status_code == 504 and resp.json()["error"]["code"] == "upstream_timeout"
+        assert time.monotonic() - start < 1.5
+        assert one.stats["started"] + two.stats["started"] == 1  # never multiplied

@@ -87,13 +87,19 @@ def _raw_request(port: int, body: dict) -> socket.socket:
     return sock
 
 
-def test_disconnect_before_first_byte_aborts_upstream(stub, make_proxy):
-    proxy = make_proxy([stub.url])
-    sock = _raw_request(proxy.port, {**CHAT, "stub": {"delay": 1.5}})
-    assert _wait_for(lambda: httpx.get(f"{stub.url}/stub/stats").json()["started"] == 1)
-    sock.close()
-    assert _wait_for(lambda: httpx.get(f"{stub.url}/stub/stats").json()["aborted"] == 1)
-    assert httpx.get(f"{stub.url}/stub/stats").json()["finished"] == 0
+def test_disconnect_before_first_byte_closes_upstream_within_a_second(make_proxy):
+    from tests.support.servers import serving
+    from tests.unit.proxy.backends import WaitsForDisconnect
+
+    backend = WaitsForDisconnect()
+    with serving(backend) as upstream:
+        proxy = make_proxy([upstream.url])
+        sock = _raw_request(proxy.port, CHAT)
+        assert backend.started.wait(5)
+        left_at = time.monotonic()
+        sock.close()
+        assert backend.closed.wait(5)
+        assert backend.closed_at - left_at < 1.0  # observed at the upstream
 
 
 def test_disconnect_mid_stream_aborts_upstream(stub, make_proxy):
@@ -104,7 +110,7 @@ def test_disconnect_mid_stream_aborts_upstream(stub, make_proxy):
     while b"data: " not in received:
         received += sock.recv(65536)
     sock.close()
-    assert _wait_for(lambda: httpx.get(f"{stub.url}/stub/stats").json()["aborted"] == 1)
+    assert _wait_for(lambda: httpx.get(f"{stub.url}/stub/stats").json()["aborted"] == 1, 1.0)
     assert httpx.get(f"{stub.url}/stub/stats").json()["finished"] == 0
 
 

@@ -94,12 +94,22 @@ async def test_retryable_status_goes_to_the_next_replica_but_the_last_answer_sta
     await ex.close(None)
 
 
-async def test_first_byte_deadline_then_all_failed_raises_the_last_error():
-    ex, pool, _ = _make({"http://a": "hang", "http://b": "hang"}, TimeoutSettings(first_byte=0.05))
+async def test_first_byte_deadline_is_a_504_at_once_never_retried_elsewhere():
+    timeouts = TimeoutSettings(first_byte=0.05)
+    ex, pool, transport = _make({"http://a": "hang", "http://b": Scripted()}, timeouts)
     with pytest.raises(UpstreamTimeout):
         await ex.open(pool)
+    assert [url for url, _ in transport.seen] == ["http://a/v1/chat/completions"]
     assert [ep.in_flight for ep in pool] == [0, 0]
     assert pool[0].healthy  # a slow replica is not a dead one
+
+
+async def test_all_refused_raises_the_last_error():
+    refused = UpstreamUnavailable("refused")
+    ex, pool, transport = _make({"http://a": refused, "http://b": refused})
+    with pytest.raises(UpstreamUnavailable):
+        await ex.open(pool)
+    assert len(transport.seen) == 2 and [ep.in_flight for ep in pool] == [0, 0]
 
 
 async def test_idle_deadline_mid_stream_and_abort_on_close():
