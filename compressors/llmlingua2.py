@@ -17,7 +17,7 @@ documents, is never used), so results are cacheable per chunk. Two engines, same
   `precision`: "fp32" (same decisions as llmlingua), "bf16" or "int8" (dynamic
   quantization of the Linear layers, CPU only): faster or slower depending on the
   machine, a few decisions differ; "auto" (default) measures them once at load on a
-  fixed text and keeps the fastest whose word decisions agree with fp32's on ≥ 99 %
+  fixed text and keeps the fastest whose word decisions agree with fp32's on ≥ 99.5 %
   (precision.py); `chosen_precision` and `precision_trials` say what it found.
   `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
