@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
-.PHONY: setup setup-ragtrim setup-vllm setup-tools models run stop test test-unit test-integration test-clients lint format bench help
+.PHONY: setup setup-ragtrim setup-vllm setup-tools setup-bench models run stop test test-unit test-integration test-clients lint format bench help
 
 help:
 	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
@@ -68,5 +68,10 @@ stop:
 
 BENCHES := overhead compress_cost fidelity prefix_routing ttft ttft_sim
 
-bench: setup
+# bench.overhead measures nginx beside ragtrim: Debian's nginx-light, installed once.
+setup-bench:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light)
+
+bench: setup setup-bench
 	@for b in $(BENCHES); do echo "== bench.$$b"; $(PY) -m bench.$$b || exit 1; done
