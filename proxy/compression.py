@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
 from compressors.base import Budget, Compressor, TokenCounter
+from proxy.calibrate import QUESTION as CALIBRATION_QUESTION
+from proxy.calibrate import calibration_documents
 
 
 class CompressionBusy(Exception):
@@ -72,6 +74,7 @@ class CompressionEngine:
         self._backlog_chars = 0  # characters of those jobs
         self._ms_per_char: deque[float] = deque(maxlen=32)
         self.state = "cold"  # cold -> loading -> ready | failed
+        self.calibration: Outcome | None = None  # measured at warm-up, for the gate
         self.replaced = 0  # workers replaced after a job overran its timeout
 
     async def warm(self, torch_threads: int = 0) -> None:
@@ -85,7 +88,21 @@ class CompressionEngine:
         except Exception:  # noqa: BLE001 - a broken compressor fails open per request
             self.state = "failed"
             raise
+        self.calibration = await self._calibrate()
         self.state = "ready"
+
+    async def _calibrate(self) -> Outcome | None:
+        """One measured compression of ~700 tokens of synthetic prose, loaded already
+        (proxy/calibrate.py says why); None when it fails."""
+        docs, timing = calibration_documents(), {}
+        try:
+            entries = await self._run(docs, CALIBRATION_QUESTION, 0.5, timing)
+        except Exception:  # noqa: BLE001 - the gate keeps its prior
+            return None
+        before, after = sum(e.tokens_before for e in entries), sum(e.tokens_after for e in entries)
+        work = timing.get("work_ms", 0.0)
+        return Outcome(tuple(e.text for e in entries), before, after, hits=0, misses=len(docs),
+                       ms=work, work_ms=work)  # fmt: skip
 
     @property
     def name(self) -> str:

@@ -55,6 +55,14 @@ class CompressStage:
         self.metrics = metrics
         self.default_rate = default_rate
         self.chars_per_token = RobustRate()  # "ms" = characters, per exact token
+        self._calibrated = False
+
+    def _learn_calibration(self) -> None:
+        """The engine's start-up measurement (proxy/calibrate.py), once, before the
+        first decision that can use it."""
+        if not self._calibrated and self.engine.calibration is not None:
+            self._calibrated = True
+            self.gate.observe_compression(self.engine.calibration)
 
     def estimate_tokens(self, texts: list[str]) -> int:
         per_token = self.chars_per_token.value() or CHARS_PER_TOKEN
@@ -72,6 +80,7 @@ class CompressStage:
             self._apply(ctx, new_texts)
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
+        self._learn_calibration()
         tokens = self.estimate_tokens(texts)
         found = await self.engine.lookup(texts, question, rate, ctx.tenant)
         hits = sum(e is not None for e in found)

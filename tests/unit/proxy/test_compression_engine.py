@@ -9,6 +9,7 @@ import pytest
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore
 from proxy.compression import CompressionBusy, CompressionEngine
+from proxy.gate import CostGate
 from tests.unit.proxy.doubles import HalfWords
 
 
@@ -80,18 +81,29 @@ def test_timeout_includes_the_queue_and_a_queued_job_is_cancelled():
     async def scenario():
         c = Gated()
         e = engine(c, timeout=5.0)
-        running = asyncio.create_task(e.compress(DOCS, "q", 0.5))
-        await until(c.started.is_set)
-        assert e.expected_wait_ms(1.0) > 0
+        first = asyncio.create_task(e.compress(DOCS, "q", 0.5))
+        await until(c.started.is_set)  # in the worker, blocked
         e.timeout = 0.1
+        assert e.expected_wait_ms(1.0) > 0
         with pytest.raises(TimeoutError):  # queued behind it: times out and is dropped
             await e.compress(["other"], "q", 0.5)
         c.release.set()
-        await running  # its own wait began under the longer timeout
-        await until(lambda: e.expected_wait_ms(1.0) == 0 and e._running == 0)
+        assert (await first).misses == 2
+        await until(lambda: e._running == 0 and e.expected_wait_ms(1.0) == 0)
         out = await e.compress(["other doc"], "q", 0.5)
         assert out.misses == 1 and c.calls == 2  # the cancelled job never ran
-        assert e.replaced == 0  # no job overran in a worker (that case: test_compressor_faults)
+        e.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_running_job_past_its_timeout_fails():
+    async def scenario():
+        c = Gated()
+        e = engine(c, timeout=0.1)
+        with pytest.raises(TimeoutError):
+            await e.compress(DOCS, "q", 0.5)
+        c.release.set()
         e.close()
 
     asyncio.run(scenario())
@@ -113,6 +125,20 @@ def test_expected_wait_counts_the_work_queued_ahead():
         assert done.work_ms > 0 and done.wait_ms >= 0 and done.ms >= done.work_ms
         await until(lambda: e._running == 0)
         assert list(e._ms_per_char) == [pytest.approx(done.work_ms / 300)]  # 100 chars: too few
+        e.close()
+
+    asyncio.run(scenario())
+
+
+def test_warm_up_measures_the_compressor_for_the_gate():
+    async def scenario():
+        e = engine(HalfWords(delay=0.05))
+        await e.warm()
+        c = e.calibration
+        assert c.misses == 4 and c.tokens_before > 500 and c.work_ms >= 50
+        g = CostGate("auto", compressor="extractive", min_context_tokens=0, max_added_ms=1e4)
+        g.observe_compression(c)
+        assert g.compressor_ms_per_token() == pytest.approx(c.work_ms / c.tokens_before)
         e.close()
 
     asyncio.run(scenario())
