@@ -33,6 +33,7 @@ from proxy.components import build
 from proxy.dataplane import DataPlane
 from proxy.errors import InvalidRequest, NotFound, ProxyError
 from proxy.middleware.metrics import MetricsMiddleware
+from proxy.openapi import openapi_document
 from proxy.relay import ClientDisconnected
 from proxy.routes import build_routes
 from proxy.settings import Settings
@@ -82,7 +83,8 @@ def create_app(
 
     control = FastAPI(
         title="ragtrim", lifespan=lifespan, routes=build_routes(parts),
-        docs_url=None, redoc_url=None, openapi_url=None,
+        docs_url=None, redoc_url=None, openapi_url="/openapi.json",
     )  # fmt: skip
+    control.openapi = openapi_document  # FastAPI sees none of the routes: proxy/openapi.py
     _install_error_handlers(control)
     return MetricsMiddleware(DataPlane(control, parts.forwarder), parts.metrics)  # outermost first
