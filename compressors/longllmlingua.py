@@ -158,7 +158,7 @@ class LongLLMLinguaCompressor:
         num_threads: int | None = None,
     ) -> None:
         self.count_tokens = count_tokens or ApproxTokenCounter()
-        self.model_path, self.device = str(model_path), resolve_device(device)
+        self.model_path, self.device = str(model_path), device  # "auto": resolved at load
         self.model_id = model_id or Path(self.model_path).name
         self.dynamic_ratio, self.condition_compare = dynamic_ratio, condition_compare
         self.iterative_size, self.min_rate = iterative_size, min_rate
@@ -181,6 +181,7 @@ class LongLLMLinguaCompressor:
             if self._pc is None:
                 import torch
 
+                self.device = resolve_device(self.device)
                 if self.num_threads:
                     torch.set_num_threads(self.num_threads)  # process-wide
                 pc = _adapter_class()(

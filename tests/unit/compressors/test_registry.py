@@ -72,6 +72,7 @@ def test_importing_the_registry_loads_no_model_library():
         "import sys, compressors.registry as r; r.build_compressor('llmlingua2');"
         "r.build_compressor('extractive', {'device': 'auto', 'precision': 'auto'});"
         "r.build_compressor('fast_extractive');"
+        "r.build_compressor('longllmlingua', {'model_path': '/m', 'device': 'auto'});"
         "print(sorted(m for m in ('torch', 'transformers', 'llmlingua',"
         " 'sentence_transformers') if m in sys.modules))"
     )
