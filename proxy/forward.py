@@ -151,9 +151,9 @@ class Forwarder:
         return None, usage
 
     def _candidates(self, model: str | None) -> list:
-        if self.panic and not self.pool.healthy():
-            self.metrics.panic_routes.inc()
         candidates = healthy_serving_model(self.pool, model, panic=self.panic)
+        if self.panic and not candidates[0].healthy:
+            self.metrics.panic_routes.inc()
         return self.admission.with_room(candidates)
 
     def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:

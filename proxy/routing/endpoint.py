@@ -16,12 +16,18 @@ class Endpoint:
     last_error: str = ""
     checked: bool = False
     failures: int = 0  # consecutive failed health checks
+    refused: bool = False  # its last failure was a refused connection: dead, not busy
 
     def passed(self) -> None:
         """A request or a check succeeded: it is alive (passive health)."""
-        self.failures = 0
+        self.failures, self.refused = 0, False
         if not self.healthy and self.models:
             self.healthy = True
+
+    def refuses(self) -> None:
+        """It refused a connection: eject it at once (its circuit opens); only a
+        passed health check closes it again."""
+        self.healthy, self.refused = False, True
 
     def __hash__(self) -> int:
         return hash(self.url)

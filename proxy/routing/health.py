@@ -42,11 +42,12 @@ class HealthChecker:
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
             ep.failures += 1
             ep.last_error = f"{type(exc).__name__}: {exc}"
-            refused = isinstance(exc, httpx.ConnectError)
-            if refused or ep.failures >= self.settings.unhealthy_after or not ep.checked:
+            if isinstance(exc, httpx.ConnectError):
+                ep.refuses()
+            elif ep.failures >= self.settings.unhealthy_after or not ep.checked:
                 ep.healthy = False
         else:
-            ep.failures, ep.healthy, ep.last_error = 0, True, ""
+            ep.failures, ep.healthy, ep.refused, ep.last_error = 0, True, False, ""
             ep.model_cards = cards
             ep.models = frozenset(c.get("id", "") for c in cards)
         ep.checked = True

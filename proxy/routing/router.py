@@ -51,13 +51,14 @@ def healthy_serving_model(
 ) -> list[Endpoint]:
     """The candidates: healthy, and serving `model` when one is asked for.
 
-    With `panic` and no healthy backend at all, every backend is a candidate (Envoy's
-    panic threshold): a health probe that times out on a busy replica must not turn
-    into 503s for requests that replica would have served. Connection failures still
-    fail over in rank order, so a dead one costs a refused connect, not a timeout."""
+    With `panic` and no healthy backend at all, every backend that has answered before
+    and was not ejected for refusing connections is a candidate (Envoy's panic
+    threshold): a health probe that times out on a busy replica must not turn into
+    503s for requests that replica would have served, while a dead one (its circuit
+    open) gets no traffic until a health check passes."""
     healthy = pool.healthy()
     if not healthy and panic:
-        healthy = [ep for ep in pool.endpoints if ep.models]  # each answered once
+        healthy = [ep for ep in pool.endpoints if ep.models and not ep.refused]
     if not healthy:
         raise NoHealthyBackend("no healthy backend")
     if model is None:

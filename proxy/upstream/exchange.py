@@ -70,7 +70,7 @@ class Exchange:
                 if isinstance(exc, UpstreamTimeout):
                     raise
                 if getattr(exc, "connect_failed", False):
-                    ep.healthy = False
+                    ep.refuses()
                 last = exc
                 continue
             if response.status in RETRY_STATUSES and i + 1 < len(ranked):

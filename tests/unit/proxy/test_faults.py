@@ -149,3 +149,29 @@ def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_prox
         assert resp.status_code == 504 and resp.json()["error"]["code"] == "upstream_timeout"
         assert time.monotonic() - start < 1.5
         assert one.stats["started"] + two.stats["started"] == 1  # never multiplied
+
+
+def test_a_dead_backend_fails_fast_is_ejected_and_returns_when_it_recovers(make_proxy):
+    from stub_vllm import StubVllm
+
+    from tests.support.servers import ServerThread, free_port
+
+    port = free_port()
+    first = ServerThread(StubVllm(), port).start()
+    proxy = make_proxy([first.url], health={"interval": 0.2})
+    first.stop()
+    start = time.monotonic()
+    resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)
+    assert resp.status_code in (502, 503) and time.monotonic() - start < 1.0
+    resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)  # circuit open now:
+    assert resp.status_code == 503  # no traffic to it, not even in panic mode
+    assert resp.json()["error"]["code"] == "no_healthy_backend"
+    again = ServerThread(StubVllm(), port).start()  # the backend comes back
+    try:
+        deadline = time.monotonic() + 5
+        while httpx.get(f"{proxy.url}/readyz").status_code != 200:  # probes close it
+            assert time.monotonic() < deadline, "the backend never came back"
+            time.sleep(0.05)
+        assert httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT).status_code == 200
+    finally:
+        again.stop()
