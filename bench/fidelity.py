@@ -72,8 +72,13 @@ ENTRIES = {
 COMPRESSORS = tuple(ENTRIES)
 RATES = (1 / 2, 1 / 3)
 DEFAULT_CAPS = (("longllmlingua", 12), ("llmlingua2", 30))  # LongLLMLingua ~50 s per 1k tokens here
-DEFAULT_BUDGETS = (("identity", ("rate",)),) + tuple(
-    (name, ("rate", "pooled")) for name, (reg, _) in ENTRIES.items() if reg in SENTENCE_LEVEL
+# the candidates run only the budget the proxy sends question-aware compressors (pooled)
+DEFAULT_BUDGETS = (
+    ("identity", ("rate",)),
+    ("extractive", ("rate", "pooled")),
+    ("fast_extractive", ("rate", "pooled")),
+    ("fast_extractive_bm25", ("pooled",)),
+    ("fast_extractive_static", ("pooled",)),
 )
 MODELS = ROOT / ".models"
 LINGUA2 = MODELS / "lingua2-standin-bert-base-multilingual-cased"
