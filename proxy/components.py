@@ -109,7 +109,7 @@ def make_engine(
     c: CompressionSettings, store: KVStore, counter, compressor: Compressor | None = None
 ) -> CompressionEngine:
     compressor = compressor or build_compressor(
-        c.compressor, {"count_tokens": counter, **c.options}
+        c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
     )
     return CompressionEngine(
         compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
