@@ -80,3 +80,16 @@ def test_first_chunk_reaches_the_client_before_the_backend_sends_the_second(make
             assert next(chunks).startswith(b"data: one")  # would block if buffered
             upstream.release.set()
             assert b"data: two" in b"".join(chunks)
+
+
+def test_a_request_without_rag_context_never_touches_the_compressor(stub, make_proxy):
+    from tests.unit.proxy.doubles import HalfWords
+
+    compressor = HalfWords()
+    always = {"policy": "always", "min_context_tokens": 0}
+    proxy = make_proxy([stub.url], compressor=compressor, compression=always)
+    calls_after_warmup = compressor.calls
+    for stream in (False, True):
+        resp = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stream": stream})
+        assert resp.status_code == 200 and "x-ragtrim-template" not in resp.headers
+    assert compressor.calls == calls_after_warmup
