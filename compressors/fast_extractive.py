@@ -158,6 +158,8 @@ class FastExtractiveCompressor:
 
     def scores(self, docs, spans, question: str) -> list[np.ndarray]:
         """Each document's sentence scores (rounded), in sentence order."""
+        if not any(spans):  # no sentence anywhere: nothing to score
+            return [np.zeros(0) for _ in spans]
         if self._content is None:
             self.load()
         signals = self._signals(docs, spans, question)

@@ -91,6 +91,9 @@ def test_blank_question_empty_documents_and_full_rate(compressor):
     assert [bool(t) for t in r.texts] == [True, True, True, False, False]
     full = compressor.compress(DOCS, question=QUESTION, budget=Budget(rate=1.0))
     assert full.texts == tuple(DOCS) and full.ratio == 1.0
+    assert compressor.compress([], question=QUESTION, budget=Budget(rate=0.5)).texts == ()
+    none = compressor.compress(["", " "], question=QUESTION, budget=Budget(0.5, target_tokens=3))
+    assert none.texts == ("", "")
 
 
 def test_missing_model(tmp_path, counter):
