@@ -106,7 +106,10 @@ def summarize_path(rows: list, direct: list | None) -> dict:
     ratios = [t.ttft_ms / d.ttft_ms for (t, _), (d, _) in zip(rows, direct, strict=True)]
     before = sum(int(t.headers.get("x-ragtrim-tokens-before", 0)) for t, _ in rows)
     after = sum(int(t.headers.get("x-ragtrim-tokens-after", 0)) for t, _ in rows)
+    spent = [float(t.headers["x-ragtrim-compress-ms"]) for t, _ in rows
+             if "x-ragtrim-compress-ms" in t.headers]  # fmt: skip
     cell.update(
+        compress_ms_p50=round(statistics.median(spent), 1) if spent else None,
         ratios=[round(r, 3) for r in ratios],
         ratio_p50=round(statistics.median(ratios), 3),
         tokens_saved=before - after,
