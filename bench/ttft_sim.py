@@ -28,16 +28,11 @@ import time
 from bench import ttft
 from bench.common import free_port, spawn, spawn_ragtrim, stop, write_result
 from bench.squad import build_cases
-from proxy.settings import CompressionSettings
 
 BUCKETS = ((450, 650), (950, 1250), (1800, 2200), (2700, 3100), (3400, 3900))
 HEADLINE_MIN_TOKENS = 1800  # "2–4k-token contexts": the 1.8–2.2k bucket and above
 BASE_MS = 15.0
 TOKENIZER = ttft.MODEL_DIR  # SmolLM2's tokenizer (built by make setup)
-
-
-def default_compressor() -> str:
-    return CompressionSettings.model_fields["compressor"].default
 
 
 def start_stub(per_token_ms: float):
@@ -102,7 +97,7 @@ def summarize(by_speed: dict[str, list], args, wall_s: float) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compressor", default=default_compressor())
+    parser.add_argument("--compressor", default=ttft.default_compressor())
     parser.add_argument("--speeds", default="0.03,0.1,0.3", help="ms per uncached token")
     parser.add_argument("--per-cell", type=int, default=5, help="sequential cases per cell")
     parser.add_argument("--rate", type=float, default=0.33, help="share of context kept")
