@@ -60,6 +60,7 @@ class Components:
     feedback: Feedback
     forwarder: Forwarder
     transport: Transport
+    tenant: TenantStage
     discovery: Discovery | None = None
     _warming: asyncio.Task[None] | None = None
 
@@ -150,8 +151,9 @@ def build(
     counter = TargetTokenCounter(pool, c.tokenizer)
     engine = make_engine(c, store, counter, compressor)
     gate = make_gate(c)
+    tenant = TenantStage(settings.tenancy)
     stages = [  # THE pipeline order (canonicalize after compress: see its module)
-        TenantStage(settings.tenancy),
+        tenant,
         SegmentStage(c.patterns),
         CompressStage(engine, gate, metrics, c.rate if c.enabled else None, settings.log_prompts),
         CanonicalizeStage(settings.canonical, metrics),
@@ -165,7 +167,8 @@ def build(
     pipeline = Pipeline(stages, metrics, settings.log_prompts)
     forwarder = Forwarder(pool, router, transport, settings.timeouts, pipeline,
                           metrics, feedback, Admission(settings.limits, metrics),
-                          settings.max_body_bytes, settings.health.panic)  # fmt: skip
+                          tenant.authenticate, settings.max_body_bytes, settings.health.panic,
+                          settings.log_prompts)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
     discovery = None
@@ -176,5 +179,6 @@ def build(
     return Components(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder, transport=transport, discovery=discovery,
+        forwarder=forwarder, transport=transport, tenant=tenant,
+        discovery=discovery,
     )  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from proxy.context import RequestContext
 from proxy.errors import PayloadTooLarge, ProxyError, ShuttingDown, UpstreamError
 from proxy.feedback import Feedback
 from proxy.metrics import Metrics
-from proxy.pipeline import Pipeline
+from proxy.pipeline import Pipeline, describe_error
 from proxy.protocol import parse_body
 from proxy.relay import ClientDisconnected, RawHeaders, Reply, race_disconnect, relay_stream
 from proxy.routing.endpoint import EndpointPool
@@ -72,8 +73,10 @@ class Forwarder:
     metrics: Metrics
     feedback: Feedback
     admission: Admission
+    authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
     panic: bool = True
+    log_prompts: bool = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         reply = Reply(send)
@@ -88,16 +91,20 @@ class Forwarder:
             pass  # counted where it was noticed; nobody is listening any more
         except ProxyError as exc:
             await reply.error(exc)
-        except Exception:  # a bug must still leave in the envelope, never as plain text
-            log.exception("unexpected error forwarding %s", scope.get("path"))
+        except Exception as exc:  # a bug must still leave in the envelope, never as plain text
+            detail = describe_error(exc, self.log_prompts)  # messages may quote prompts
+            log.error("unexpected error forwarding %s: %s", scope.get("path"), detail,
+                      exc_info=self.log_prompts)  # fmt: skip
             await reply.error(ProxyError("internal error in ragtrim"))
 
     async def _prepare(self, scope: Scope, receive: Receive, route: str) -> RequestContext:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
         request_id = headers.get("x-request-id") or uuid.uuid4().hex
-        if route == "other":
-            return RequestContext(request_id, route, raw, {}, headers)
+        if route == "other":  # relayed unchanged, but never without a valid key
+            ctx = RequestContext(request_id, route, raw, {}, headers)
+            ctx.tenant = self.authenticate(headers)
+            return ctx
         ctx = RequestContext(request_id, route, raw, parse_body(raw, route), headers)
         await self.pipeline.run(ctx)
         return ctx

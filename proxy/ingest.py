@@ -27,7 +27,10 @@ class CompressRequest(BaseModel):
     rate: float | None = Field(None, gt=0, le=1)
 
 
-async def compress_documents(engine: CompressionEngine, raw: bytes, default_rate: float) -> dict:
+async def compress_documents(
+    engine: CompressionEngine, raw: bytes, default_rate: float, tenant: str = ""
+) -> dict:
+    """`tenant` scopes the warmed memo entries: only that tenant's requests read them."""
     try:
         req = CompressRequest.model_validate(parse_json(raw))
     except ValidationError as exc:
@@ -35,10 +38,12 @@ async def compress_documents(engine: CompressionEngine, raw: bytes, default_rate
         param = ".".join(str(p) for p in first["loc"]) or None
         raise InvalidRequest(f"{param}: {first['msg']}", param=param) from exc
     try:
-        outcome = await engine.compress(req.documents, req.question, req.rate or default_rate)
+        outcome = await engine.compress(
+            req.documents, req.question, req.rate or default_rate, tenant
+        )
     except Exception as exc:  # noqa: BLE001 - busy/timeout: ask the client to retry
         raise Overloaded(f"compression unavailable: {type(exc).__name__}") from exc
-    entries = await engine.lookup(req.documents, req.question, req.rate or default_rate)
+    entries = await engine.lookup(req.documents, req.question, req.rate or default_rate, tenant)
     return {
         "object": "ragtrim.compression",
         "compressor": engine.name,

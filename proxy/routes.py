@@ -18,10 +18,11 @@ def build_routes(parts: Components) -> list[BaseRoute]:
     pool, metrics = parts.pool, parts.metrics
 
     async def compress(request: Request) -> JSONResponse:
+        tenant = parts.tenant.authenticate(dict(request.headers))  # 401 before any work
         declared = request.headers.get("content-length")
         raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
         rate = parts.settings.compression.rate
-        return JSONResponse(await compress_documents(parts.engine, raw, rate))
+        return JSONResponse(await compress_documents(parts.engine, raw, rate, tenant))
 
     async def models(_: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": pool.model_cards()})

@@ -42,11 +42,14 @@ class TenantStage:
     def __init__(self, settings: TenancySettings):
         self.settings = settings
 
-    def _tenant(self, ctx: RequestContext) -> str:
+    def authenticate(self, headers: dict[str, str]) -> str:
+        """The tenant of a request (401 for an unknown key when keys are configured).
+        Every route that reaches a backend or the memo calls this: the traffic routes
+        through this stage, the pass-through routes and /v1/compress directly."""
         keys = self.settings.api_keys
         if not keys:
             return self.settings.default_tenant
-        auth = ctx.headers.get("authorization", "")
+        auth = headers.get("authorization", "")
         key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
         tenant = match_key(key, keys)
         if tenant is None:
@@ -54,7 +57,7 @@ class TenantStage:
         return tenant
 
     async def __call__(self, ctx: RequestContext) -> None:
-        ctx.tenant = self._tenant(ctx)
+        ctx.tenant = self.authenticate(ctx.headers)
         if not ctx.tenant:
             return
         salt = tenant_salt(ctx.tenant, self.settings.salt_secret)
