@@ -81,9 +81,9 @@ class Forwarder:
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
         reply = Reply(send)
         try:
-            ctx = await self._prepare(scope, receive, route)
-            self.admission.enter()
+            self.admission.enter()  # before any work: shedding must be cheap
             try:
+                ctx = await self._prepare(scope, receive, route)
                 await self._forward(ctx, scope, receive, reply)
             finally:
                 self.admission.leave()
