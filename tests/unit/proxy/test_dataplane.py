@@ -25,6 +25,9 @@ def test_bad_input_gets_a_4xx_in_the_envelope(stub, make_proxy):
         (deep, 400), (b"\xff\xfe{", 400), (b'{"model": 1, "messages": []}', 400),
         (b'{"model": "m", "messages": [{"content": "x"}]}', 400), (b"[]", 400),
         (json.dumps({**CHAT, "stream": "yes"}).encode(), 400),
+        (b'{"model": "m",\x00 "messages": []}', 400),  # a raw NUL byte
+        (b'{"model": "m", "messages": [], "max_tokens": 1' + b"0" * 40 + b"}", 404),
+        (json.dumps({**CHAT, "messages": [{"role": "user", "content": 5}]}).encode(), 400),
     ]  # fmt: skip
     for body, status in cases:
         resp = httpx.post(url, content=body)
@@ -32,6 +35,8 @@ def test_bad_input_gets_a_4xx_in_the_envelope(stub, make_proxy):
         assert _error(resp)["type"] == "invalid_request_error"
     resp = httpx.get(url)
     assert (resp.status_code, _error(resp)["code"]) == (405, "method_not_allowed")
+    odd = httpx.post(url, content=json.dumps(CHAT), headers={"content-type": "text/plain"})
+    assert odd.status_code == 200  # the body is what counts; forwarded as vLLM expects
 
 
 def test_request_body_limit_is_413_in_the_envelope(stub, make_proxy):
