@@ -46,12 +46,12 @@ from bench.fidelity_report import (
 )
 from bench.squad import (
     DISTRACTORS,
-    RENDERERS,
     RagCase,
     answer_retained,
     build_cases,
     default_token_counter,
 )
+from bench.squad_render import RENDERERS
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.registry import build_compressor
 from compressors.templates import segment_chat

@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from bench.common import ROOT, free_port, percentile, spawn_ragtrim, stop, write_result
-from bench.squad import answer_retained, build_cases, render_llamaindex
+from bench.squad import answer_retained, build_cases
+from bench.squad_render import render_llamaindex
 from bench.stream import stream_chat
 from bench.ttft_plot import plot
 from bench.vllm_pair import vllm_module

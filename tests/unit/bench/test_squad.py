@@ -1,4 +1,5 @@
-"""bench/squad.py: SQuAD RAG cases, their renderers and the answer check."""
+"""bench/squad.py and bench/squad_render.py: SQuAD RAG cases, their renderers and the
+answer check."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ from dataclasses import FrozenInstanceError, replace
 import pytest
 
 from bench.squad import (
-    RENDERERS,
     RagCase,
     answer_retained,
     build_cases,
     load_squad,
     normalize_answer,
-    render_langchain,
-    render_llamaindex,
     usable,
 )
+from bench.squad_render import RENDERERS, render_langchain, render_llamaindex
 from compressors.templates import apply_chat, segment_chat
 from compressors.tokens import ApproxTokenCounter
 
