@@ -23,12 +23,12 @@ from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline, describe_error
 from proxy.protocol import parse_body
-from proxy.relay import ClientDisconnected, RawHeaders, Reply, race_disconnect, relay_stream
+from proxy.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router, healthy_serving_model
 from proxy.settings import TimeoutSettings
 from proxy.upstream.exchange import Exchange
-from proxy.upstream.headers import upstream_request_headers
+from proxy.upstream.headers import RawHeaders, upstream_request_headers
 from proxy.upstream.transport import Transport
 from proxy.usage import UsageTap, cached_tokens, usage_from_json
 

@@ -19,9 +19,9 @@ from typing import Protocol, TypeVar
 from starlette.types import Receive, Send
 
 from proxy.errors import ProxyError, UpstreamError
+from proxy.upstream.headers import RawHeaders
 
 T = TypeVar("T")
-RawHeaders = list[tuple[bytes, bytes]]
 _JSON = (b"content-type", b"application/json")
 
 
