@@ -54,22 +54,22 @@ class Runtime:
     async def trim_chat(self, messages: list[dict]) -> list[dict] | None:
         """OpenAI-format messages with the recognised context compressed, or None."""
         seg = segment_chat(messages) if self.enabled else None
-        if seg is None or not seg.documents:
-            return None
-        try:
-            outcome = await self.compress([s.text for s in seg.documents], seg.question)
-        except Exception as exc:  # noqa: BLE001 - fail open, like the proxy
-            log.warning("compression failed, sending the prompt unchanged: %r", exc)
-            return None
-        return apply_chat(messages, seg, list(outcome.texts))
+        texts = await self._compressed(seg)
+        return None if texts is None else apply_chat(messages, seg, texts)
 
     async def trim_prompt(self, prompt: str) -> str:
         seg = segment_prompt(prompt) if self.enabled else None
+        texts = await self._compressed(seg)
+        return prompt if texts is None else apply_prompt(prompt, seg, texts)
+
+    async def _compressed(self, seg) -> list[str] | None:
+        """The segmentation's documents compressed, or None (nothing found, or a
+        failure: fail open, like the proxy)."""
         if seg is None or not seg.documents:
-            return prompt
+            return None
         try:
             outcome = await self.compress([s.text for s in seg.documents], seg.question)
         except Exception as exc:  # noqa: BLE001 - fail open, like the proxy
             log.warning("compression failed, sending the prompt unchanged: %r", exc)
-            return prompt
-        return apply_prompt(prompt, seg, list(outcome.texts))
+            return None
+        return list(outcome.texts)
