@@ -43,6 +43,10 @@ class Metrics:
             "ragtrim_panic_routes", "Requests routed to every backend: none was healthy",
             registry=r,
         )  # fmt: skip
+        self.route_spills = Counter(
+            "ragtrim_route_spills", "Requests the bounded-load picker moved off their best-scored "
+            "backend (it was over the load bound)", ["backend"], registry=r,
+        )  # fmt: skip
         self.failovers = Counter(
             "ragtrim_failovers", "Requests retried on the next backend", registry=r
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 
@@ -135,15 +135,64 @@ class CanonicalSettings(BaseModel):
     )
 
 
+class WeightedScorer(BaseModel):
+    name: str
+    weight: float = Field(1.0, ge=0)
+
+
 class RoutingSettings(BaseModel):
+    """The router composed in configuration, as the Gateway API Inference Extension's
+    endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
+    at start-up (proxy/routing/registry.py)."""
+
     policy: Literal["affinity", "roundrobin"] = Field(
-        "affinity", description="affinity: rendezvous hash on the static prefix + load."
+        "affinity",
+        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight) "
+        "+ load (load_weight), bounded picker; roundrobin = roundrobin, highest picker.",
     )
-    affinity_weight: float = Field(1.0, ge=0, description="Weight of the prefix-affinity score.")
-    load_weight: float = Field(0.3, ge=0, description="Weight of the least-loaded score.")
+    filters: list[str] = Field(
+        default_factory=lambda: ["healthy", "serves_model"],
+        description="Filters of the candidates, in order (comma-separated).",
+    )
+    scorers: list[WeightedScorer] = Field(
+        default_factory=list,
+        description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
+        "empty = the policy's.",
+    )
+    picker: Literal["", "bounded", "highest"] = Field(
+        "", description="bounded (bounded load) | highest (best total); empty = the policy's."
+    )
+    affinity_weight: float = Field(1.0, ge=0, description="policy affinity: affinity's weight.")
+    load_weight: float = Field(0.3, ge=0, description="policy affinity: load's weight.")
     epsilon: float = Field(
         0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
     )
+    bounded_min_in_flight: int = Field(
+        8, ge=0, description="Bounded load: a replica with fewer in flight never spills."
+    )
+
+    @field_validator("filters", "scorers", mode="before")
+    @classmethod
+    def _split(cls, value: Any, info: ValidationInfo) -> Any:
+        """Comma-separated (CLI, env); a scorer as `name:weight` (weight 1 when left out)."""
+        if not isinstance(value, str):
+            return value
+        parts = [part for part in value.replace(" ", ",").split(",") if part]
+        if info.field_name == "filters":
+            return parts
+        pairs = (part.partition(":") for part in parts)
+        return [{"name": name, "weight": weight or 1.0} for name, _, weight in pairs]
+
+    @model_validator(mode="after")
+    def _apply_policy(self) -> RoutingSettings:
+        """Resolve the shorthand once: `scorers` and `picker` are what the router uses."""
+        rr = self.policy == "roundrobin"
+        if not self.scorers:
+            pairs = [("roundrobin", 1.0)] if rr else [("affinity", self.affinity_weight),
+                                                       ("load", self.load_weight)]  # fmt: skip
+            self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
+        self.picker = self.picker or ("highest" if rr else "bounded")
+        return self
 
 
 class TenancySettings(BaseModel):

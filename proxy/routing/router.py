@@ -4,6 +4,10 @@ the picker orders the result. The ranking is also the failover order.
     filters  -> [Endpoint]                (healthy, serves the model, ...)
     scorers  -> {Endpoint: 0..1} × weight (round-robin, prefix affinity, load, ...)
     picker   -> ordered [Endpoint]        (highest total first; ties by URL)
+
+The shape is the Gateway API Inference Extension's endpoint picker (filters, scorers
+weighted in configuration, a picker); which ones run is composed from settings in
+proxy/routing/registry.py. A part reads only `ctx.prefix_key` and `ctx.model`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,14 @@ from typing import Protocol
 from proxy.context import RequestContext
 from proxy.errors import NoHealthyBackend, NotFound
 from proxy.routing.endpoint import Endpoint, EndpointPool
+
+
+class Filter(Protocol):
+    name: str
+
+    def filter(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+        """The endpoints that may take the request; raises a ProxyError when none may."""
+        ...
 
 
 class Scorer(Protocol):
@@ -51,6 +63,9 @@ def healthy_serving_model(
 ) -> list[Endpoint]:
     """The candidates: healthy, and serving `model` when one is asked for.
 
+    Deprecated: the same filters run inside `Router.rank` (proxy/routing/filters.py);
+    kept until proxy/forward.py calls `router.rank(ctx, pool.endpoints)`.
+
     With `panic` and no healthy backend at all, every backend that has answered before
     and was not ejected for refusing connections is a candidate (Envoy's panic
     threshold): a health probe that times out on a busy replica must not turn into
@@ -70,15 +85,20 @@ def healthy_serving_model(
 
 
 class Router:
-    def __init__(self, scorers: Sequence[Weighted], picker: Picker | None = None):
+    """`rank(ctx, endpoints)` takes every endpoint of the pool; the filters narrow them."""
+
+    def __init__(self, scorers: Sequence[Weighted], picker: Picker | None = None,
+                 filters: Sequence[Filter] = ()):  # fmt: skip
         self.scorers = list(scorers)
         self.picker = picker or HighestScore()
+        self.filters = list(filters)
 
-    def rank(self, ctx: RequestContext, candidates: Sequence[Endpoint]) -> list[Endpoint]:
+    def rank(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+        candidates = list(endpoints)
+        for item in self.filters:
+            candidates = item.filter(ctx, candidates)
         totals = dict.fromkeys(candidates, 0.0)
-        for item in self.scorers:
-            for ep, value in item.scorer.score(ctx, candidates).items():
-                totals[ep] += item.weight * min(1.0, max(0.0, value))
-        ranked = self.picker.order(ctx, totals, candidates)
-        ctx.decisions["route"] = [ep.url for ep in ranked]
-        return ranked
+        for weighted in self.scorers:
+            for ep, value in weighted.scorer.score(ctx, candidates).items():
+                totals[ep] += weighted.weight * min(1.0, max(0.0, value))
+        return self.picker.order(ctx, totals, candidates)

@@ -15,7 +15,7 @@ from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, rendezvous_order
 from proxy.routing.endpoint import Endpoint
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 URLS = [f"http://vllm-{i}:8000" for i in range(5)]
 KEYS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(10_000)]
 

@@ -1,0 +1,75 @@
+"""Routing parts by name, and `build_router`: the router composed from settings.
+
+As the Gateway API Inference Extension's endpoint picker, the chain is configuration,
+not code: `routing.filters` (names), `routing.scorers` ([{name, weight}], each score
+0..1) and `routing.picker`. A new part is one entry here. Names are checked when the
+router is built, at start-up, so a typo fails there with the known names listed,
+never on the first request.
+
+Factories take `Parts` (the settings and what the parts report to); each call builds
+a new instance: a part may hold state (round-robin's counter), one router owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from proxy.metrics import Metrics
+from proxy.routing.affinity import PrefixAffinity
+from proxy.routing.bounded import BoundedLoad
+from proxy.routing.filters import Healthy, ServesModel
+from proxy.routing.load import LeastLoaded
+from proxy.routing.router import Filter, HighestScore, Picker, Router, Scorer, Weighted
+from proxy.routing.scorers import RoundRobin
+from proxy.settings import RoutingSettings
+
+
+@dataclass(frozen=True)
+class Parts:
+    settings: RoutingSettings
+    metrics: Metrics
+    panic: bool  # health.panic: the healthy filter's fallback
+
+
+def _healthy(p: Parts) -> Filter:
+    return Healthy(p.panic, on_panic=p.metrics.panic_routes.inc)
+
+
+def _bounded(p: Parts) -> Picker:
+    spills = p.metrics.route_spills
+    return BoundedLoad(p.settings.epsilon, p.settings.bounded_min_in_flight,
+                       on_spill=lambda ep: spills.labels(ep.url).inc())  # fmt: skip
+
+
+FILTERS: Mapping[str, Callable[[Parts], Filter]] = {
+    "healthy": _healthy,
+    "serves_model": lambda p: ServesModel(),
+}
+SCORERS: Mapping[str, Callable[[Parts], Scorer]] = {
+    "affinity": lambda p: PrefixAffinity(),
+    "load": lambda p: LeastLoaded(),
+    "roundrobin": lambda p: RoundRobin(),
+}
+PICKERS: Mapping[str, Callable[[Parts], Picker]] = {
+    "bounded": _bounded,
+    "highest": lambda p: HighestScore(),
+}
+
+
+def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
+    if name not in table:
+        raise ValueError(f"routing: unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
+    return table[name]
+
+
+def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True) -> Router:
+    """The router of `settings`; ValueError naming the known parts for an unknown name."""
+    parts = Parts(settings, metrics, panic)
+    filters = [_lookup("filter", FILTERS, name)(parts) for name in settings.filters]
+    scorers = [
+        Weighted(_lookup("scorer", SCORERS, item.name)(parts), item.weight)
+        for item in settings.scorers
+    ]
+    picker = _lookup("picker", PICKERS, settings.picker or "highest")(parts)
+    return Router(scorers, picker, filters)

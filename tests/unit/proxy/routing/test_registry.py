@@ -1,0 +1,122 @@
+"""The router composed from settings: names → parts, the policy shorthand, env and CLI,
+unknown names at start-up, and the counters the parts report to."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.cli import build_parser, overrides_from
+from proxy.context import RequestContext
+from proxy.metrics import Metrics
+from proxy.routing.affinity import PrefixAffinity
+from proxy.routing.bounded import DEFAULT_MIN_IN_FLIGHT, BoundedLoad
+from proxy.routing.endpoint import Endpoint
+from proxy.routing.filters import Healthy, ServesModel
+from proxy.routing.load import LeastLoaded
+from proxy.routing.registry import FILTERS, PICKERS, SCORERS, build_router
+from proxy.routing.router import HighestScore
+from proxy.routing.scorers import RoundRobin
+from proxy.settings import RoutingSettings, load_settings
+
+
+def parts(router) -> list[tuple[type, float]]:
+    return [(type(w.scorer), w.weight) for w in router.scorers]
+
+
+def sample(metrics: Metrics, name: str, **labels) -> float:
+    return metrics.registry.get_sample_value(name, labels or None) or 0.0
+
+
+def test_defaults_are_affinity_and_load_with_a_bounded_picker_and_both_filters():
+    router = build_router(RoutingSettings(), Metrics())
+    assert [type(f) for f in router.filters] == [Healthy, ServesModel]
+    assert parts(router) == [(PrefixAffinity, 1.0), (LeastLoaded, 0.3)]
+    assert isinstance(router.picker, BoundedLoad)
+    assert router.picker.min_in_flight == DEFAULT_MIN_IN_FLIGHT == 8
+    assert RoutingSettings().bounded_min_in_flight == DEFAULT_MIN_IN_FLIGHT
+
+
+def test_policy_roundrobin_is_a_shorthand_for_its_scorer_and_the_highest_picker():
+    s = RoutingSettings(policy="roundrobin")
+    assert [(x.name, x.weight) for x in s.scorers] == [("roundrobin", 1.0)]
+    router = build_router(s, Metrics())
+    assert parts(router) == [(RoundRobin, 1.0)] and isinstance(router.picker, HighestScore)
+
+
+def test_an_explicit_scorer_list_wins_over_the_policy():
+    s = RoutingSettings(policy="roundrobin", scorers=[{"name": "affinity", "weight": 2}],
+                        picker="bounded", bounded_min_in_flight=3, epsilon=0.5)  # fmt: skip
+    router = build_router(s, Metrics())
+    assert parts(router) == [(PrefixAffinity, 2.0)]
+    assert (router.picker.epsilon, router.picker.min_in_flight) == (0.5, 3)
+
+
+def test_settings_survive_a_round_trip():
+    s = RoutingSettings(policy="roundrobin")
+    assert RoutingSettings.model_validate(s.model_dump()) == s
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [("filters", ["healthy", "fresh"], "filter"), ("scorers", [{"name": "kv"}], "scorer")],
+)
+def test_unknown_names_fail_at_build_listing_the_known_ones(field, value, kind):
+    with pytest.raises(ValueError) as info:
+        build_router(RoutingSettings(**{field: value}), Metrics())
+    message = str(info.value)
+    table = FILTERS if kind == "filter" else SCORERS
+    assert f"unknown {kind}" in message and all(name in message for name in table)
+
+
+def test_pickers_by_name():
+    assert set(PICKERS) == {"bounded", "highest"}
+    with pytest.raises(ValueError):
+        RoutingSettings(picker="random")
+
+
+def test_env_takes_a_json_scorer_list_and_comma_filters(monkeypatch):
+    monkeypatch.setenv("RAGTRIM_ROUTING__SCORERS", '[{"name":"affinity","weight":1}]')
+    monkeypatch.setenv("RAGTRIM_ROUTING__BOUNDED_MIN_IN_FLIGHT", "5")
+    routing = load_settings().routing
+    assert [(x.name, x.weight) for x in routing.scorers] == [("affinity", 1.0)]
+    assert routing.bounded_min_in_flight == 5
+    assert build_router(routing, Metrics()).picker.min_in_flight == 5
+
+
+def test_cli_flags_take_json_or_the_short_form():
+    parser = build_parser()
+    args = parser.parse_args(["serve", "--routing-scorers", '[{"name": "load", "weight": 0.5}]',
+                              "--routing-filters", "healthy"])  # fmt: skip
+    routing = load_settings(None, overrides_from(args)).routing
+    assert [(x.name, x.weight) for x in routing.scorers] == [("load", 0.5)]
+    assert routing.filters == ["healthy"]
+    args = parser.parse_args(["serve", "--routing-scorers", "affinity:1,load:0.25,roundrobin"])
+    routing = load_settings(None, overrides_from(args)).routing
+    pairs = [(x.name, x.weight) for x in routing.scorers]
+    assert pairs == [("affinity", 1.0), ("load", 0.25), ("roundrobin", 1.0)]
+
+
+def test_help_lists_the_routing_flags(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--routing-scorers", "--routing-filters", "--routing-bounded-min-in-flight"):
+        assert flag in out
+
+
+def test_spills_and_panic_routes_are_counted():
+    metrics = Metrics()
+    router = build_router(RoutingSettings(bounded_min_in_flight=0), metrics)
+    c = RequestContext("r", "chat", b"", {"model": "m"}, {}, prefix_key="k")
+    eps = [Endpoint(f"http://{n}", healthy=True, models=frozenset({"m"})) for n in "ab"]
+    home = router.rank(c, eps)[0]
+    home.in_flight = 5
+    assert router.rank(c, eps)[0] is not home
+    assert sample(metrics, "ragtrim_route_spills_total", backend=home.url) == 1.0
+    for e in eps:
+        e.healthy = False
+    assert len(router.rank(c, eps)) == 2
+    assert sample(metrics, "ragtrim_panic_routes_total") == 1.0
+    no_panic = build_router(RoutingSettings(), Metrics(), panic=False)
+    with pytest.raises(Exception, match="no healthy backend"):
+        no_panic.rank(c, eps)
