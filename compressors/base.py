@@ -74,11 +74,15 @@ class Compressor(Protocol):
     version:         bump when output for the same input may change
     question_aware:  True when the output depends on the question (memo key includes it)
     fingerprint():   stable string of every setting that changes the output
+    prior_ms_per_1k: cost per 1k cold tokens the cost gate assumes until it has
+                     measured this compressor (proxy/gate.py): the compressor knows
+                     its own cost, so no table of names elsewhere has to
     """
 
     name: str
     version: str
     question_aware: bool
+    prior_ms_per_1k: float
 
     def fingerprint(self) -> str: ...
 

@@ -12,6 +12,7 @@ from compressors.tokens import ApproxTokenCounter, counter_name
 class IdentityCompressor:
     name = "identity"
     version = "1"
+    prior_ms_per_1k = 0.0  # ms per 1k cold tokens: it does nothing
     question_aware = False
 
     def __init__(self, count_tokens: TokenCounter | None = None) -> None:

@@ -8,7 +8,10 @@ Inputs, all measured online:
   request) and never reports more than the median ms/token ratio (which includes the
   base). The fastest backend is used, since routing happens after compression;
 - compressor cost per cold token: from observed compressions (median of the worker
-  time, queue wait excluded), with a per-compressor prior until the first one;
+  time, queue wait excluded); until the first one, the compressor's own prior
+  (`prior_ms_per_1k`, a class attribute: the compressor knows its cost, the gate does
+  not keep a table of names). The engine also measures the compressor at start-up
+  (proxy/calibrate.py), so the prior decides only while that runs or when it failed;
 - the queue: the engine's expected wait for a worker (proxy/compression.py);
 - the memo: documents already compressed cost a lookup, not a compression.
 
@@ -28,13 +31,23 @@ from dataclasses import dataclass
 
 from proxy.context import RequestContext
 
-# ms per 1k cold tokens on 2 CPU cores until measured (DESIGN.md figures; fast_extractive:
-# its target). The engine measures the compressor at start-up (proxy/calibrate.py), so a
-# prior decides only while that runs or when it failed.
-COMPRESSOR_PRIOR_MS_PER_1K = {"identity": 0.0, "fast_extractive": 10.0, "extractive": 120.0,
-                              "llmlingua2": 1640.0, "longllmlingua": 3000.0}  # fmt: skip
+UNKNOWN_PRIOR_MS_PER_1K = 2000.0  # a compressor known only by name: assume a slow one
 MIN_SAMPLE_TOKENS = 64
 MIN_SPREAD = 1.25  # two samples give a slope only when their token counts differ this much
+
+
+def _registered_prior(name: str | None) -> float:
+    """The prior of the compressor registered as `name` (its class attribute; nothing
+    is instantiated, no model library imported beyond the class's module)."""
+    import importlib
+
+    from compressors.registry import REGISTRY
+
+    if name not in REGISTRY:
+        return UNKNOWN_PRIOR_MS_PER_1K
+    module_name, class_name = REGISTRY[name]
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return getattr(cls, "prior_ms_per_1k", UNKNOWN_PRIOR_MS_PER_1K)
 
 
 @dataclass(frozen=True)
@@ -93,15 +106,23 @@ class PrefillLaw:
 
 
 class CostGate:
-    def __init__(self, policy: str, *, compressor: str, min_context_tokens: int,
-                 max_added_ms: float, prior_prefill_ms_per_token: float | None = None):  # fmt: skip
+    """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
+    (`compressor.prior_ms_per_1k`). `compressor=` (a registry name) is the old way to
+    give it, kept until proxy/components.py passes the number."""
+
+    def __init__(self, policy: str, *, prior_ms_per_1k: float | None = None,
+                 min_context_tokens: int, max_added_ms: float,
+                 prior_prefill_ms_per_token: float | None = None,
+                 compressor: str | None = None):  # fmt: skip
         self.policy = policy
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
         self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
-        self.compressor_prior = COMPRESSOR_PRIOR_MS_PER_1K.get(compressor, 2000.0) / 1000
+        if prior_ms_per_1k is None:
+            prior_ms_per_1k = _registered_prior(compressor)
+        self.compressor_prior = prior_ms_per_1k / 1000
 
     # feedback -----------------------------------------------------------------
     def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float) -> None:

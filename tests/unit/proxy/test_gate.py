@@ -11,7 +11,7 @@ CTX = RequestContext("r", "chat", b"", {"model": "m"}, {})
 
 
 def gate(**kw) -> CostGate:
-    args = {"compressor": "extractive", "min_context_tokens": 200, "max_added_ms": 250.0}
+    args = {"prior_ms_per_1k": 120.0, "min_context_tokens": 200, "max_added_ms": 250.0}
     policy = kw.pop("policy", "auto")
     return CostGate(policy, **{**args, **kw})
 
@@ -63,6 +63,35 @@ def test_measured_compressor_cost_replaces_the_prior():
     for _ in range(5):  # it turns out to cost 2 ms per token here
         g.observe_compression(Outcome(ms=2000, before=1000, hits=0, misses=4))
     assert decide(g).action == "skip"
+
+
+def test_the_prior_is_a_number_the_compressor_carries():
+    from compressors.extractive import ExtractiveCompressor
+    from compressors.fast_extractive import FastExtractiveCompressor
+    from compressors.identity import IdentityCompressor
+
+    assert gate(prior_ms_per_1k=10.0).compressor_ms_per_token() == pytest.approx(0.01)
+    assert gate(prior_ms_per_1k=0.0).compressor_ms_per_token() == 0.0
+    assert IdentityCompressor.prior_ms_per_1k == 0.0
+    assert FastExtractiveCompressor.prior_ms_per_1k < ExtractiveCompressor.prior_ms_per_1k
+    g = gate(prior_ms_per_1k=FastExtractiveCompressor.prior_ms_per_1k)
+    assert g.compressor_ms_per_token() == FastExtractiveCompressor.prior_ms_per_1k / 1000
+
+
+def test_every_registered_compressor_carries_a_prior():
+    import importlib
+
+    from compressors.registry import REGISTRY
+
+    for module_name, class_name in REGISTRY.values():
+        cls = getattr(importlib.import_module(module_name), class_name)
+        assert isinstance(cls.prior_ms_per_1k, float) and cls.prior_ms_per_1k >= 0
+
+
+def test_the_old_compressor_name_keyword_still_reads_the_class_prior():
+    args = {"min_context_tokens": 0, "max_added_ms": 1.0}
+    assert CostGate("auto", compressor="extractive", **args).compressor_ms_per_token() == 0.12
+    assert CostGate("auto", compressor="nope", **args).compressor_ms_per_token() == 2.0
 
 
 def test_max_added_ms_caps_cold_compression():
