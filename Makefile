@@ -54,7 +54,7 @@ test-integration: setup
 # real LangChain / LlamaIndex / Haystack / openai clients through ragtrim and vLLM;
 # figures in $${RAGTRIM_CLIENTS_REPORT:-/tmp/ragtrim-clients-report.json}
 test-clients: setup
-	$(PY) -m pytest -q tests/unit/compressors/test_template_drift.py tests/integration/clients \
+	$(PY) -m pytest -q tests/unit/compressors/segment/test_template_drift.py tests/integration/clients \
 		tests/integration/test_readme_snippets.py
 
 test: setup lint

@@ -107,7 +107,7 @@ async def _pass(engine, cases: list[RagCase], rate: float) -> dict:
 async def _cold_warm(compressor, cases: list[RagCase], rate: float, warm_reps: int, count):
     from cache.memo import ChunkMemo
     from cache.store import MemoryStore
-    from proxy.compression import CompressionEngine
+    from proxy.engine import CompressionEngine
 
     engine = CompressionEngine(compressor, ChunkMemo(MemoryStore()), timeout=3600, workers=1,
                                count=count)  # fmt: skip

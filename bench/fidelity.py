@@ -5,7 +5,7 @@ with two kinds of distractors beside the gold paragraph (bench/squad.py): "off_t
 near-duplicates real retrieval returns). Every compressor runs on both.
 
 Cases alternate between LangChain's stuff chat prompt and LlamaIndex's text_qa_template;
-`segment_chat` must hand back exactly the documents and question (checked, recorded,
+the Segmenter must hand back exactly the documents and question (checked, recorded,
 and the run fails after writing its result if not). Tokens are counted in the target
 model's tokenizer (SmolLM2). Budgets: "rate" is `Budget(rate)` per document; "pooled"
 is `Budget(target_tokens=rate × context tokens)`, one pool across the documents, what
@@ -54,7 +54,7 @@ from bench.squad import (
 from bench.squad_render import RENDERERS
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.registry import build_compressor
-from compressors.templates import segment_chat
+from compressors.segment import Segmenter
 from compressors.tokens import counter_name
 
 REQUEST_PATH = "fast_extractive"
@@ -103,10 +103,11 @@ class Prompt:
 
 def segment(cases: Sequence[RagCase]) -> list[Prompt]:
     templates = list(RENDERERS)
+    segmenter = Segmenter()
     prompts = []
     for i, case in enumerate(cases):
         template = templates[i % len(templates)]
-        seg = segment_chat(RENDERERS[template](case))
+        seg = segmenter.chat(RENDERERS[template](case))
         docs = tuple(s.text for s in seg.documents) if seg else ()
         question = seg.question if seg else ""
         exact = bool(seg) and seg.template == template and docs == case.documents

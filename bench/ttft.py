@@ -34,7 +34,7 @@ from bench.squad_render import render_llamaindex
 from bench.stream import stream_chat
 from bench.ttft_plot import plot
 from bench.vllm_pair import vllm_module
-from compressors.templates import segment_chat
+from compressors.segment import Segmenter
 from proxy.settings import CompressionSettings
 
 MODEL_DIR = ROOT / ".models" / "smollm2-135m-instruct"
@@ -56,7 +56,7 @@ def request(case, path: str, model: str = SERVED) -> dict:
 
 
 def documents_of(case) -> tuple[list[str], str]:
-    seg = segment_chat(render_llamaindex(case))
+    seg = Segmenter().chat(render_llamaindex(case))
     return [slot.text for slot in seg.documents], seg.question
 
 

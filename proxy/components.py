@@ -18,28 +18,27 @@ from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
 from compressors.base import Compressor
 from compressors.registry import build_compressor
+from compressors.segment import Segmenter
 from proxy.admission import Admission
-from proxy.compression import CompressionEngine
+from proxy.engine import CompressionEngine
 from proxy.feedback import Feedback
 from proxy.forward import Forwarder
 from proxy.gate import CostGate
 from proxy.metrics import Metrics
-from proxy.pipeline import Pipeline
+from proxy.pipeline import Pipeline, Stage
 from proxy.prefill import PrefillScraper
-from proxy.routing.affinity import PrefixAffinity
-from proxy.routing.bounded import BoundedLoad
-from proxy.routing.discovery import Discovery, make_resolver, split_backends
+from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
-from proxy.routing.load import LeastLoaded
-from proxy.routing.router import Router, Weighted
-from proxy.routing.scorers import RoundRobin
-from proxy.settings import CompressionSettings, RoutingSettings, Settings, TimeoutSettings
+from proxy.routing.registry import build_router
+from proxy.settings import CompressionSettings, Settings, TimeoutSettings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
+from proxy.stages.options import OptionsStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
-from proxy.tokens import TargetTokenCounter
+from proxy.stages.usage import UsageStage
+from proxy.target_tokens import TargetTokenCounter
 from proxy.upstream.transport import AiohttpTransport, Transport
 from proxy.warmup import Warmer
 
@@ -118,19 +117,43 @@ def make_engine(
     )  # fmt: skip
 
 
-def make_gate(c: CompressionSettings) -> CostGate:
-    return CostGate(c.policy, compressor=c.compressor, min_context_tokens=c.min_context_tokens,
+def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
+    """The compressor's own cost prior decides until its start-up measurement lands."""
+    return CostGate(c.policy, prior_ms_per_1k=compressor.prior_ms_per_1k,
+                    min_context_tokens=c.min_context_tokens,
                     max_added_ms=c.max_added_ms)  # fmt: skip
 
 
-def make_router(r: RoutingSettings) -> Router:
-    if r.policy == "roundrobin":
-        return Router([Weighted(RoundRobin(), 1.0)])
-    scorers = [
-        Weighted(PrefixAffinity(), r.affinity_weight),
-        Weighted(LeastLoaded(), r.load_weight),
+def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
+                gate: CostGate, metrics: Metrics) -> list[Stage]:  # fmt: skip
+    c = settings.compression
+    return [  # THE pipeline order (canonicalize after compress: see its module)
+        tenant,
+        OptionsStage(),
+        SegmentStage(Segmenter(c.patterns)),
+        CompressStage(engine, gate, metrics, c.rate if c.enabled else None, settings.log_prompts),
+        CanonicalizeStage(settings.canonical, metrics),
+        UsageStage(),
     ]
-    return Router(scorers, BoundedLoad(r.epsilon))
+
+
+def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
+                  prefixes: PrefixRegistry, client: httpx.AsyncClient) -> Feedback:  # fmt: skip
+    feedback = Feedback(metrics, gate, prefixes)
+    if c.prefill_metrics:
+        feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
+                                          min_interval=c.prefill_scrape_interval)  # fmt: skip
+    return feedback
+
+
+def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: EndpointPool,
+                   metrics: Metrics, health: HealthChecker) -> Discovery | None:  # fmt: skip
+    """DNS discovery of dns+http:// backends; joiners are health-checked at once, and
+    the health checker's on_healthy hook warms them."""
+    if not dns_targets:
+        return None
+    resolver = make_resolver(settings.discovery)
+    return Discovery(dns_targets, pool, resolver, settings.discovery, metrics, health.check)
 
 
 def build(
@@ -150,32 +173,20 @@ def build(
     c = settings.compression
     counter = TargetTokenCounter(pool, c.tokenizer)
     engine = make_engine(c, store, counter, compressor)
-    gate = make_gate(c)
+    gate = make_gate(c, engine.compressor)
     tenant = TenantStage(settings.tenancy)
-    stages = [  # THE pipeline order (canonicalize after compress: see its module)
-        tenant,
-        SegmentStage(c.patterns),
-        CompressStage(engine, gate, metrics, c.rate if c.enabled else None, settings.log_prompts),
-        CanonicalizeStage(settings.canonical, metrics),
-    ]
-    router = make_router(settings.routing)
+    pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics), metrics,
+                        settings.log_prompts)  # fmt: skip
+    router = build_router(settings.routing, metrics, panic=settings.health.panic)
     prefixes = PrefixRegistry(store)
-    feedback = Feedback(metrics, gate, prefixes)
-    if c.prefill_metrics:
-        feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
-                                          min_interval=c.prefill_scrape_interval)  # fmt: skip
-    pipeline = Pipeline(stages, metrics, settings.log_prompts)
+    feedback = make_feedback(c, metrics, gate, prefixes, client)
     forwarder = Forwarder(pool, router, transport, settings.timeouts, pipeline,
                           metrics, feedback, Admission(settings.limits, metrics),
-                          tenant.authenticate, settings.max_body_bytes, settings.health.panic,
-                          settings.log_prompts)  # fmt: skip
+                          tenant.authenticate, settings.max_body_bytes,
+                          log_prompts=settings.log_prompts)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
-    discovery = None
-    if dns_targets:  # joiners are health-checked at once; on_healthy warms them
-        resolver = make_resolver(settings.discovery)
-        discovery = Discovery(dns_targets, pool, resolver, settings.discovery, metrics,
-                              health.check)  # fmt: skip
+    discovery = make_discovery(settings, dns_targets, pool, metrics, health)
     return Components(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,

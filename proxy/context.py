@@ -1,50 +1,56 @@
-"""RequestContext: all per-request state in one object, passed through every stage."""
+"""RequestContext: the per-request state, typed (like the endpoint picker's CycleState).
+
+Every field is a hand-off from one step to a later one; what nobody reads is not here.
+
+    field             written by               read by
+    tenant            tenant stage             compress (memo scope), pass-through auth
+    options           options stage            segment (body field), compress (rate)
+    segmentation      segment stage            compress, canonicalize
+    prefix_key        canonicalize stage       router (affinity), feedback (registry)
+    replay            canonicalize stage       feedback (warm-up replay body)
+    usage_added       usage stage              forward (strip the usage chunk again)
+    response_headers  every stage              forward (x-ragtrim-* on the reply)
+
+The body is `prompt` (proxy/prompt.py), the one place it is rewritten.
+"""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from compressors.segments import Segmentation
+from compressors.segment import Segmentation
+from proxy.options import RequestOptions
+from proxy.prompt import Prompt, prompt_for
 
 
 @dataclass
 class RequestContext:
     request_id: str
-    route: str  # "chat" | "completions"
+    route: str  # "chat" | "completions" | "other" (pass-through)
     raw: bytes
     body: dict[str, Any]
     headers: dict[str, str]
     tenant: str = ""
-    started: float = field(default_factory=time.perf_counter)
-    modified: bool = False
-    prefix_key: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # the body's `ragtrim` field
+    options: RequestOptions = field(default_factory=RequestOptions)
     segmentation: Segmentation | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    decisions: dict[str, Any] = field(default_factory=dict)
+    prefix_key: str | None = None
+    replay: dict[str, Any] | None = None
+    usage_added: bool = False
     response_headers: dict[str, str] = field(default_factory=dict)
-    trace: list[str] = field(default_factory=list)
-    scratch: dict[str, Any] = field(default_factory=dict)
+    prompt: Prompt = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.prompt = prompt_for(self.route, self.body)
 
     @property
-    def model(self) -> str:
-        return self.body["model"]
+    def model(self) -> str | None:
+        return self.prompt.model
 
     @property
     def stream(self) -> bool:
-        return bool(self.body.get("stream"))
-
-    def set_body_field(self, key: str, value: Any) -> None:
-        if self.body.get(key) != value:
-            self.body[key] = value
-            self.modified = True
+        return self.prompt.stream
 
     def upstream_body(self) -> bytes:
         """The bytes sent upstream: the client's own bytes unless a stage changed the body."""
-        if not self.modified:
-            return self.raw
-        return orjson.dumps(self.body)
+        return self.prompt.encode(self.raw)

@@ -58,9 +58,8 @@ class Feedback:
         try:
             await self.prefixes.record(ctx.prefix_key, model=ctx.model, replica=backend,
                                        prompt_tokens=prompt, cached_tokens=cached)  # fmt: skip
-            replay = ctx.scratch.get("replay")
-            if replay is not None:
-                await self.prefixes.remember_replay(ctx.prefix_key, replay)
+            if ctx.replay is not None:
+                await self.prefixes.remember_replay(ctx.prefix_key, ctx.replay)
         except Exception as exc:  # noqa: BLE001 - stats fail open
             log.warning("prefix registry update failed: %r", exc)
 

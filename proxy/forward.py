@@ -25,7 +25,7 @@ from proxy.pipeline import Pipeline, describe_error
 from proxy.protocol import parse_body
 from proxy.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.routing.endpoint import EndpointPool
-from proxy.routing.router import Router, healthy_serving_model
+from proxy.routing.router import Router
 from proxy.settings import TimeoutSettings
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders, upstream_request_headers
@@ -54,15 +54,6 @@ async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def ask_for_usage(ctx: RequestContext) -> bool:
-    """Make a streamed request report usage; True when the client had not asked."""
-    options = ctx.body.get("stream_options") or {}
-    if not ctx.stream or options.get("include_usage"):
-        return False
-    ctx.set_body_field("stream_options", {**options, "include_usage": True})
-    return True
-
-
 @dataclass
 class Forwarder:
     pool: EndpointPool
@@ -75,7 +66,6 @@ class Forwarder:
     admission: Admission
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
-    panic: bool = True
     log_prompts: bool = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
@@ -112,8 +102,8 @@ class Forwarder:
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply) -> None:  # fmt: skip
         other = ctx.route == "other"
-        ranked = self.router.rank(ctx, self._candidates(None if other else ctx.model))
-        tap = None if other else UsageTap(ask_for_usage(ctx))
+        ranked = self.admission.with_room(self.router.rank(ctx, self.pool.endpoints))
+        tap = None if other else UsageTap(ctx.usage_added)
         path = _path(scope) if other else UPSTREAM_PATHS[ctx.route]
         ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
                       ctx.upstream_body(), upstream_request_headers(scope["headers"]))  # fmt: skip
@@ -156,12 +146,6 @@ class Forwarder:
             headers.append((b"x-ragtrim-cached-tokens", str(cached_tokens(usage)).encode()))
         await reply.whole(ex.response.status, headers, body)
         return None, usage
-
-    def _candidates(self, model: str | None) -> list:
-        candidates = healthy_serving_model(self.pool, model, panic=self.panic)
-        if self.panic and not candidates[0].healthy:
-            self.metrics.panic_routes.inc()
-        return self.admission.with_room(candidates)
 
     def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
         assert ex.response is not None and ex.endpoint is not None

@@ -12,7 +12,7 @@ Inputs, all measured online:
   (`prior_ms_per_1k`, a class attribute: the compressor knows its cost, the gate does
   not keep a table of names). The engine also measures the compressor at start-up
   (proxy/calibrate.py), so the prior decides only while that runs or when it failed;
-- the queue: the engine's expected wait for a worker (proxy/compression.py);
+- the queue: the engine's expected wait for a worker (proxy/engine.py);
 - the memo: documents already compressed cost a lookup, not a compression.
 
 Decision for `auto`: compress at the requested rate when
@@ -29,25 +29,8 @@ import statistics
 from collections import deque
 from dataclasses import dataclass
 
-from proxy.context import RequestContext
-
-UNKNOWN_PRIOR_MS_PER_1K = 2000.0  # a compressor known only by name: assume a slow one
 MIN_SAMPLE_TOKENS = 64
 MIN_SPREAD = 1.25  # two samples give a slope only when their token counts differ this much
-
-
-def _registered_prior(name: str | None) -> float:
-    """The prior of the compressor registered as `name` (its class attribute; nothing
-    is instantiated, no model library imported beyond the class's module)."""
-    import importlib
-
-    from compressors.registry import REGISTRY
-
-    if name not in REGISTRY:
-        return UNKNOWN_PRIOR_MS_PER_1K
-    module_name, class_name = REGISTRY[name]
-    cls = getattr(importlib.import_module(module_name), class_name)
-    return getattr(cls, "prior_ms_per_1k", UNKNOWN_PRIOR_MS_PER_1K)
 
 
 @dataclass(frozen=True)
@@ -107,21 +90,16 @@ class PrefillLaw:
 
 class CostGate:
     """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
-    (`compressor.prior_ms_per_1k`). `compressor=` (a registry name) is the old way to
-    give it, kept until proxy/components.py passes the number."""
+    (`compressor.prior_ms_per_1k`: the compressor knows its cost)."""
 
-    def __init__(self, policy: str, *, prior_ms_per_1k: float | None = None,
-                 min_context_tokens: int, max_added_ms: float,
-                 prior_prefill_ms_per_token: float | None = None,
-                 compressor: str | None = None):  # fmt: skip
+    def __init__(self, policy: str, *, prior_ms_per_1k: float, min_context_tokens: int,
+                 max_added_ms: float, prior_prefill_ms_per_token: float | None = None):  # fmt: skip
         self.policy = policy
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
         self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
-        if prior_ms_per_1k is None:
-            prior_ms_per_1k = _registered_prior(compressor)
         self.compressor_prior = prior_ms_per_1k / 1000
 
     # feedback -----------------------------------------------------------------
@@ -144,8 +122,8 @@ class CostGate:
         return self.compressor_prior if measured is None else measured
 
     # the decision -------------------------------------------------------------
-    def decide(self, ctx: RequestContext, *, context_tokens: int, cached_docs: int,
-               total_docs: int, rate: float, wait_ms: float = 0.0) -> Decision:  # fmt: skip
+    def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
+               wait_ms: float = 0.0) -> Decision:  # fmt: skip
         if self.policy == "never":
             return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":

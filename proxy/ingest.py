@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from proxy.compression import CompressionEngine
+from proxy.engine import CompressionEngine
 from proxy.errors import InvalidRequest, Overloaded
 from proxy.protocol import parse_json
 

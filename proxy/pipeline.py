@@ -9,7 +9,6 @@ Stages therefore change `ctx` only once their work has succeeded.
 from __future__ import annotations
 
 import logging
-import time
 import traceback
 from collections.abc import Sequence
 from typing import Protocol
@@ -46,7 +45,6 @@ class Pipeline:
 
     async def run(self, ctx: RequestContext) -> None:
         for stage in self.stages:
-            start = time.perf_counter()
             try:
                 await stage(ctx)
             except ProxyError:
@@ -56,5 +54,3 @@ class Pipeline:
                 log.warning("stage %s failed open: %s", stage.name, detail,
                             exc_info=self.log_prompts)  # fmt: skip
                 self.metrics.stage_failures.labels(stage.name).inc()
-                ctx.trace.append(f"{stage.name}: failed open ({type(exc).__name__})")
-            ctx.timings_ms[stage.name] = (time.perf_counter() - start) * 1000

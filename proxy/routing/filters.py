@@ -14,15 +14,6 @@ from proxy.errors import NoHealthyBackend, NotFound
 from proxy.routing.endpoint import Endpoint
 
 
-def requested_model(ctx: RequestContext) -> str | None:
-    """The model the request names; None on pass-through routes (no parsed body), which
-    any backend serves."""
-    try:
-        return ctx.model
-    except KeyError:
-        return None
-
-
 class Healthy:
     """Healthy endpoints; with `panic` and none healthy, every endpoint that has answered
     before and was not ejected for refusing connections (Envoy's panic threshold).
@@ -57,7 +48,7 @@ class ServesModel:
     name = "serves_model"
 
     def filter(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
-        model = requested_model(ctx)
+        model = ctx.model  # None on pass-through routes: any backend serves them
         if model is None:
             return list(endpoints)
         serving = [ep for ep in endpoints if model in ep.models]

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from proxy.context import RequestContext
-from proxy.errors import NoHealthyBackend, NotFound
-from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.routing.endpoint import Endpoint
 
 
 class Filter(Protocol):
@@ -56,32 +55,6 @@ class HighestScore:
         self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
     ) -> list[Endpoint]:
         return sorted(endpoints, key=lambda ep: (-totals[ep], ep.url))
-
-
-def healthy_serving_model(
-    pool: EndpointPool, model: str | None, *, panic: bool = False
-) -> list[Endpoint]:
-    """The candidates: healthy, and serving `model` when one is asked for.
-
-    Deprecated: the same filters run inside `Router.rank` (proxy/routing/filters.py);
-    kept until proxy/forward.py calls `router.rank(ctx, pool.endpoints)`.
-
-    With `panic` and no healthy backend at all, every backend that has answered before
-    and was not ejected for refusing connections is a candidate (Envoy's panic
-    threshold): a health probe that times out on a busy replica must not turn into
-    503s for requests that replica would have served, while a dead one (its circuit
-    open) gets no traffic until a health check passes."""
-    healthy = pool.healthy()
-    if not healthy and panic:
-        healthy = [ep for ep in pool.endpoints if ep.models and not ep.refused]
-    if not healthy:
-        raise NoHealthyBackend("no healthy backend")
-    if model is None:
-        return healthy
-    serving = [ep for ep in healthy if model in ep.models]
-    if not serving:
-        raise NotFound(f"The model `{model}` does not exist.", param="model")
-    return serving
 
 
 class Router:

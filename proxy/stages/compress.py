@@ -1,8 +1,7 @@
 """Compress stage: shrink each context document, memoized, off the loop, fail open.
 
-Budget, most specific first: header `x-ragtrim-compress: off`, header
-`x-ragtrim-rate`, the body field `ragtrim: {"rate": r, "compress": false}`, then
-settings. The gate decides whether compressing pays off for this request.
+The budget is the request's own (proxy/options.py) or the settings' rate. The gate
+decides whether compressing pays off for this request.
 
 The gate's token count is an estimate from characters, with the target tokenizer's
 characters per token learned from each compression (the compressor counts exactly,
@@ -15,33 +14,14 @@ from __future__ import annotations
 
 import logging
 
-from compressors.templates import apply_chat, apply_prompt
-from proxy.compression import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.context import RequestContext
-from proxy.errors import InvalidRequest
+from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.gate import CostGate, RobustRate
 from proxy.metrics import Metrics
 from proxy.pipeline import describe_error
 
 log = logging.getLogger("ragtrim.compress")
 CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens, until compressions have measured it
-
-
-def requested_rate(ctx: RequestContext, default: float | None) -> float | None:
-    """The keep rate asked for, or None when compression is switched off."""
-    header = ctx.headers.get("x-ragtrim-compress", "").lower()
-    if header in ("off", "false", "0", "no") or ctx.options.get("compress") is False:
-        return None
-    raw = ctx.headers.get("x-ragtrim-rate") or ctx.options.get("rate")
-    if raw is None:
-        return default
-    try:
-        rate = float(raw)
-    except (TypeError, ValueError):
-        rate = -1.0
-    if not 0.0 < rate <= 1.0:
-        raise InvalidRequest(f"rate must be a number in (0, 1], got {raw!r}", param="rate")
-    return rate
 
 
 class CompressStage:
@@ -72,12 +52,12 @@ class CompressStage:
         seg = ctx.segmentation
         if seg is None:
             return
-        texts = [slot.text for slot in seg.documents]
-        rate = requested_rate(ctx, self.default_rate)
+        texts = seg.texts
+        rate = ctx.options.keep_rate(self.default_rate)
         outcome = await self._compress(ctx, texts, seg.question, rate) if rate else None
         new_texts = list(outcome.texts) if outcome else texts
-        if new_texts != texts or seg.template == "tags":
-            self._apply(ctx, new_texts)
+        if seg.must_apply(new_texts):  # markers (tags) go even when nothing shrinks
+            ctx.prompt.apply(seg, new_texts)
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         self._learn_calibration()
@@ -88,9 +68,8 @@ class CompressStage:
             self.chars_per_token.value() or CHARS_PER_TOKEN
         )
         wait = self.engine.expected_wait_ms(per_char)
-        decision = self.gate.decide(ctx, context_tokens=tokens, cached_docs=hits,
+        decision = self.gate.decide(context_tokens=tokens, cached_docs=hits,
                                     total_docs=len(texts), rate=rate, wait_ms=wait)  # fmt: skip
-        ctx.decisions["compress"] = decision.reason
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
@@ -110,7 +89,6 @@ class CompressStage:
         return outcome
 
     def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
-        ctx.decisions["compression"] = outcome
         ctx.response_headers.update({
             "x-ragtrim-compressor": self.engine.name,
             "x-ragtrim-tokens-before": str(outcome.tokens_before),
@@ -124,17 +102,6 @@ class CompressStage:
         m.compress_seconds.observe(outcome.ms / 1000)
         m.memo_lookups.labels("hit").inc(outcome.hits)
         m.memo_lookups.labels("miss").inc(outcome.misses)
-
-    def _apply(self, ctx: RequestContext, new_texts: list[str]) -> None:
-        seg = ctx.segmentation
-        if ctx.route == "chat":
-            ctx.set_body_field("messages", apply_chat(ctx.body["messages"], seg, new_texts))
-        else:
-            prompt = ctx.body["prompt"]
-            if isinstance(prompt, list):  # [str]: see segment.single_prompt
-                ctx.set_body_field("prompt", [apply_prompt(prompt[0], seg, new_texts)])
-            else:
-                ctx.set_body_field("prompt", apply_prompt(prompt, seg, new_texts))
 
 
 def _failure_reason(exc: BaseException) -> str:

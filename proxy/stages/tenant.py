@@ -61,7 +61,4 @@ class TenantStage:
         if not ctx.tenant:
             return
         salt = tenant_salt(ctx.tenant, self.settings.salt_secret)
-        if ctx.body.get("cache_salt") != salt:
-            if "cache_salt" in ctx.body:
-                ctx.trace.append("tenant: client cache_salt overwritten")
-            ctx.set_body_field("cache_salt", salt)
+        ctx.prompt.set("cache_salt", salt)  # a client's own salt is overwritten

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from compressors.templates.haystack_rag_tutorial import JINJA_TEMPLATE as HAYSTACK_TUTORIAL
-from compressors.templates.langchain_rag_prompt import TEMPLATE as RLM_RAG_PROMPT
+from compressors.segment.frameworks import framework_text
 
 MAX_TOKENS = 8
+HAYSTACK_TUTORIAL = framework_text("haystack_rag_tutorial", "user")
+RLM_RAG_PROMPT = framework_text("langchain_rag_prompt", "user")
 
 
 @dataclass

@@ -12,10 +12,10 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from cache.store import MemoryStore, RedisStore
-from compressors.templates import apply_chat, apply_prompt, segment_chat, segment_prompt
+from compressors.segment import Segmentation, Segmenter, apply_chat, apply_prompt
 from compressors.tokens import ApproxTokenCounter, HFTokenCounter
 from proxy.components import make_engine
-from proxy.compression import CompressionEngine
+from proxy.engine import CompressionEngine
 from proxy.settings import Settings, load_settings
 
 log = logging.getLogger("ragtrim.langchain")
@@ -30,6 +30,7 @@ class Runtime:
         counter = HFTokenCounter(c.tokenizer) if c.tokenizer else ApproxTokenCounter()
         self.rate = c.rate
         self.enabled = c.enabled
+        self.segmenter = Segmenter(c.patterns)
         self.engine: CompressionEngine = make_engine(c, store, counter, compressor)
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True, name="ragtrim-lc").start()
@@ -53,23 +54,24 @@ class Runtime:
 
     async def trim_chat(self, messages: list[dict]) -> list[dict] | None:
         """OpenAI-format messages with the recognised context compressed, or None."""
-        seg = segment_chat(messages) if self.enabled else None
+        seg = self.segmenter.chat(messages) if self.enabled else None
         texts = await self._compressed(seg)
         return None if texts is None else apply_chat(messages, seg, texts)
 
     async def trim_prompt(self, prompt: str) -> str:
-        seg = segment_prompt(prompt) if self.enabled else None
+        seg = self.segmenter.prompt(prompt) if self.enabled else None
         texts = await self._compressed(seg)
         return prompt if texts is None else apply_prompt(prompt, seg, texts)
 
-    async def _compressed(self, seg) -> list[str] | None:
-        """The segmentation's documents compressed, or None (nothing found, or a
-        failure: fail open, like the proxy)."""
+    async def _compressed(self, seg: Segmentation | None) -> list[str] | None:
+        """The documents' new texts, or None when the prompt stays as it is (nothing
+        found; or compression failed — fail open, like the proxy — and no marker has
+        to go)."""
         if seg is None or not seg.documents:
             return None
         try:
-            outcome = await self.compress([s.text for s in seg.documents], seg.question)
+            texts = list((await self.compress(seg.texts, seg.question)).texts)
         except Exception as exc:  # noqa: BLE001 - fail open, like the proxy
-            log.warning("compression failed, sending the prompt unchanged: %r", exc)
-            return None
-        return list(outcome.texts)
+            log.warning("compression failed, sending the documents unchanged: %r", exc)
+            texts = seg.texts
+        return texts if seg.must_apply(texts) else None

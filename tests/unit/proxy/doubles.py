@@ -10,6 +10,7 @@ class HalfWords:
     """Keeps the first `rate` share of each document's words; counts words as tokens."""
 
     name, version, question_aware = "halfwords", "1", False
+    prior_ms_per_1k = 1.0  # a word split: about free
 
     def __init__(self, delay: float = 0.0, fail: bool = False):
         self.delay, self.fail, self.calls = delay, fail, 0

@@ -4,10 +4,7 @@ import statistics
 
 import pytest
 
-from proxy.context import RequestContext
 from proxy.gate import CostGate, PrefillLaw, RobustRate
-
-CTX = RequestContext("r", "chat", b"", {"model": "m"}, {})
 
 
 def gate(**kw) -> CostGate:
@@ -22,7 +19,7 @@ def feed_prefill(g: CostGate, ms_per_token: float, backend="b") -> None:
 
 
 def decide(g: CostGate, tokens=2000, cached=0, total=4, rate=0.33):
-    return g.decide(CTX, context_tokens=tokens, cached_docs=cached, total_docs=total, rate=rate)
+    return g.decide(context_tokens=tokens, cached_docs=cached, total_docs=total, rate=rate)
 
 
 class Outcome:  # what CompressionEngine reports
@@ -88,12 +85,6 @@ def test_every_registered_compressor_carries_a_prior():
         assert isinstance(cls.prior_ms_per_1k, float) and cls.prior_ms_per_1k >= 0
 
 
-def test_the_old_compressor_name_keyword_still_reads_the_class_prior():
-    args = {"min_context_tokens": 0, "max_added_ms": 1.0}
-    assert CostGate("auto", compressor="extractive", **args).compressor_ms_per_token() == 0.12
-    assert CostGate("auto", compressor="nope", **args).compressor_ms_per_token() == 2.0
-
-
 def test_max_added_ms_caps_cold_compression():
     g = gate(max_added_ms=100)
     feed_prefill(g, 3.4)
@@ -143,8 +134,8 @@ def test_queue_wait_counts_into_the_cost():
     g = gate(max_added_ms=10_000)
     feed_prefill(g, 0.5)  # saves 2000 × 0.67 × 0.5 = 670 ms; compression 240 ms
     assert decide(g).action == "compress"
-    d = g.decide(CTX, context_tokens=2000, cached_docs=0, total_docs=4, rate=0.33, wait_ms=500)
+    d = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.33, wait_ms=500)
     assert d.reason.startswith("skip:not-worth-it") and "wait=500ms" in d.reason
-    warm = g.decide(CTX, context_tokens=2000, cached_docs=4, total_docs=4, rate=0.33,
+    warm = g.decide(context_tokens=2000, cached_docs=4, total_docs=4, rate=0.33,
                     wait_ms=500)  # fmt: skip
     assert warm.action == "compress"  # every document memoized: no worker, no wait

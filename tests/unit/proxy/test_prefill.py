@@ -12,7 +12,7 @@ from stub_vllm import StubVllm
 from proxy.prefill import parse_totals, sample_between
 from tests.support.servers import serving
 from tests.unit.proxy.doubles import HalfWords
-from tests.unit.proxy.test_compress_stage import SYSTEM
+from tests.unit.proxy.stages.test_compress_e2e import SYSTEM
 
 VLLM_PAGE = """# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase.
 # TYPE vllm:request_prefill_time_seconds histogram

@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from compressors.templates.langchain_stuff import PROMPT_TEMPLATE
+from compressors.segment.frameworks import framework_text
 from proxy.integrations.langchain import (
     RagtrimChatModel,
     RagtrimDocumentCompressor,
@@ -129,7 +129,9 @@ def test_tool_binding_and_structured_output_pass_through():
 
 
 def test_completion_llm_wrapper_invoke_batch_and_stream():
-    prompt = PROMPT_TEMPLATE.format(context="\n\n".join(DOCS), question="q?")
+    prompt = framework_text("langchain_stuff", "prompt").format(
+        context="\n\n".join(DOCS), question="q?"
+    )
     expected = prompt.replace(DOCS[0], "one two three").replace(DOCS[1], "alpha beta gamma")
     llm = RagtrimLLM(inner=EchoLLM(), settings=Settings(), compressor=HalfWords())
     assert llm.invoke(prompt) == expected

@@ -7,9 +7,9 @@ import pytest
 
 from proxy.context import RequestContext
 from proxy.errors import NoHealthyBackend, NotFound
-from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import Healthy, ServesModel
-from proxy.routing.router import Router, Weighted, healthy_serving_model
+from proxy.routing.router import Router, Weighted
 
 
 def ctx(model: str = "m", route: str = "chat") -> RequestContext:
@@ -85,21 +85,3 @@ def test_rank_writes_nothing_to_the_context():
 def test_a_router_without_filters_ranks_what_it_is_given():
     eps = [ep("http://b", healthy=False), ep("http://a")]
     assert [e.url for e in Router([]).rank(ctx(), eps)] == ["http://a", "http://b"]
-
-
-@pytest.mark.parametrize("panic", [True, False])
-def test_the_old_candidate_function_agrees_with_the_filters(panic):
-    cases = [
-        [ep("http://a"), ep("http://b", healthy=False)],
-        [ep("http://a", healthy=False), ep("http://b", healthy=False, refused=True)],
-        [ep("http://a", models=("x",)), ep("http://b")],
-    ]
-    for eps in cases:
-        pool = EndpointPool(eps)
-        try:
-            old = healthy_serving_model(pool, "m", panic=panic)
-        except (NoHealthyBackend, NotFound) as exc:
-            with pytest.raises(type(exc)):
-                router(panic).rank(ctx(), eps)
-            continue
-        assert set(router(panic).rank(ctx(), eps)) == set(old)

@@ -1,0 +1,79 @@
+"""Recogniser 1: the optional request body field `ragtrim`.
+
+    {"ragtrim": {"documents": ["...", ...], "question": "..."}}
+
+Each document string is looked up verbatim, in order: the first occurrence at or after
+the end of the previous document found, scanning messages in order. A document that
+is not found (or is not a non-empty string) is ignored. When none is found the
+recogniser does not match and the next one is tried. Without "question", the question
+is the last user message minus the documents (chat) or "" (completion).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compressors.segment.explicit import fallback_question, static_end
+from compressors.segment.messages import texts
+from compressors.segment.model import Segmentation, Slot
+
+NAME = "body_field"
+
+
+@dataclass(frozen=True)
+class BodyField:
+    field: Any = None
+
+    def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
+        slots = locate(list(enumerate(texts(messages))), self._documents())
+        question = self._question()
+        if question is None and slots:
+            question = fallback_question(messages, slots)
+        return self._segmentation(slots, question)
+
+    def match_prompt(self, prompt: str) -> Segmentation | None:
+        slots = locate([(None, prompt)], self._documents())
+        return self._segmentation(slots, self._question())
+
+    def _segmentation(self, slots: tuple[Slot, ...], question: str | None) -> Segmentation | None:
+        if not slots:
+            return None
+        return Segmentation(NAME, slots, question or "", static_end(slots))
+
+    def _documents(self) -> list[str]:
+        docs = self.field.get("documents") if isinstance(self.field, dict) else None
+        if not isinstance(docs, list):
+            return []
+        return [d for d in docs if isinstance(d, str) and d]
+
+    def _question(self) -> str | None:
+        question = self.field.get("question") if isinstance(self.field, dict) else None
+        return question if isinstance(question, str) else None
+
+
+def locate(
+    sources: Sequence[tuple[int | None, str | None]], docs: Sequence[str]
+) -> tuple[Slot, ...]:
+    """Slots for `docs` found in order in `sources` ((message, text) pairs)."""
+    slots: list[Slot] = []
+    index, offset = 0, 0
+    for doc in docs:
+        found = _find(sources, doc, index, offset)
+        if found is not None:
+            index, slot = found
+            slots.append(slot)
+            offset = slot.end
+    return tuple(slots)
+
+
+def _find(
+    sources: Sequence[tuple[int | None, str | None]], doc: str, index: int, offset: int
+) -> tuple[int, Slot] | None:
+    for i in range(index, len(sources)):
+        message, text = sources[i]
+        start = -1 if text is None else text.find(doc, offset if i == index else 0)
+        if start >= 0:
+            return i, Slot(message, start, start + len(doc), doc)
+    return None

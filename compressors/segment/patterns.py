@@ -1,0 +1,69 @@
+"""Recogniser 4: regular expressions from settings.
+
+Each pattern is compiled with re.DOTALL and must have a named group `context`; an
+optional group `question` gives the question (else: the last user message minus the
+documents, or "" for a completion). Patterns are tried in order, each on every
+message in order (`re.search`); the first match wins. The context is split into
+documents on blank lines. Template name: "pattern:<index>". They are compiled once,
+when the Segmenter is built at start-up: a pattern without a `context` group stops
+ragtrim there with a ValueError, not on the first request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compressors.segment.explicit import fallback_question
+from compressors.segment.messages import texts
+from compressors.segment.model import Segmentation
+from compressors.segment.split import split_documents
+
+
+def compile_pattern(source: str) -> re.Pattern[str]:
+    pattern = re.compile(source, re.DOTALL)
+    if "context" not in pattern.groupindex:
+        raise ValueError(f"pattern {source!r} has no named group 'context'")
+    return pattern
+
+
+@dataclass(frozen=True)
+class Patterns:
+    patterns: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def compile(cls, sources: Sequence[str]) -> Patterns:
+        return cls(tuple(compile_pattern(source) for source in sources))
+
+    def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
+        return self._match(list(enumerate(texts(messages))), messages)
+
+    def match_prompt(self, prompt: str) -> Segmentation | None:
+        return self._match([(None, prompt)], ())
+
+    def _match(
+        self, sources: Sequence[tuple[int | None, str | None]], messages: Sequence[Any]
+    ) -> Segmentation | None:
+        for index, pattern in enumerate(self.patterns):
+            for message, text in sources:
+                match = pattern.search(text) if text is not None else None
+                if match:
+                    return _segmentation(f"pattern:{index}", match, message, messages)
+        return None
+
+
+def _segmentation(
+    name: str, match: re.Match[str], message: int | None, messages: Sequence[Any]
+) -> Segmentation:
+    start, end = match.span("context")
+    documents = split_documents(match.string, start, end, message)
+    has_question = "question" in match.re.groupindex and match.start("question") >= 0
+    if has_question:
+        question = match.group("question").strip()
+        at = min(start, match.start("question"))
+    else:
+        question = fallback_question(messages, documents)
+        at = start
+    return Segmentation(name, documents, question, (message, at))

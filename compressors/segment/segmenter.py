@@ -1,0 +1,58 @@
+"""Segmenter: tries the recognisers in THE order; the first match wins.
+
+    1. body field  the request's `ragtrim` field names the documents (body_field.py)
+    2. tags        <ragtrim:doc> markers in the text (tags.py)
+    3. framework   default RAG templates of LangChain, LlamaIndex and Haystack, from
+                   their exact texts (frameworks.toml, framework.py)
+    4. patterns    operator regexes from settings (patterns.py)
+
+Built once, in the composition root: the framework texts are parsed and the patterns
+compiled at start-up, so a request pays for matching only and a bad pattern stops
+ragtrim before it serves. Only the body field is per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from compressors.segment.body_field import BodyField
+from compressors.segment.framework import FrameworkTemplate
+from compressors.segment.frameworks import load_frameworks
+from compressors.segment.model import Segmentation
+from compressors.segment.patterns import Patterns
+from compressors.segment.tags import Tags
+
+
+class Recogniser(Protocol):
+    """A recogniser is two methods: each returns a Segmentation, or None for no match."""
+
+    def match_chat(self, messages: Sequence[Any]) -> Segmentation | None: ...
+
+    def match_prompt(self, prompt: str) -> Segmentation | None: ...
+
+
+class Segmenter:
+    def __init__(self, patterns: Sequence[str] = (),
+                 frameworks: Sequence[FrameworkTemplate] | None = None):  # fmt: skip
+        chosen = load_frameworks() if frameworks is None else tuple(frameworks)
+        self.recognisers: tuple[Recogniser, ...] = (Tags(), *chosen, Patterns.compile(patterns))
+
+    def _order(self, body_field: dict | None) -> Sequence[Recogniser]:
+        if body_field is None:
+            return self.recognisers
+        return (BodyField(body_field), *self.recognisers)
+
+    def chat(self, messages: Sequence[Any], body_field: dict | None = None) -> Segmentation | None:
+        for recogniser in self._order(body_field):
+            seg = recogniser.match_chat(messages)
+            if seg is not None:
+                return seg
+        return None
+
+    def prompt(self, prompt: str, body_field: dict | None = None) -> Segmentation | None:
+        for recogniser in self._order(body_field):
+            seg = recogniser.match_prompt(prompt)
+            if seg is not None:
+                return seg
+        return None
