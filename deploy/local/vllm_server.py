@@ -3,7 +3,6 @@
     server = start(".models/tiny-llama", port=8101, log_path=".run/vllm-8101.log")
     wait_healthy(server)   # raises VllmError with the log tail if vLLM died
     stop(server)           # server.base_url == "http://127.0.0.1:8101" in between
-
     python deploy/local/vllm_server.py start --model DIR --port P --log F [--pid-file F]
     python deploy/local/vllm_server.py stop --pid-file F
 
@@ -93,6 +92,16 @@ def build_command(
     return cmd + list(extra_args)
 
 
+def _check_can_start(model_dir: str | os.PathLike, port: int, venv: str | os.PathLike) -> None:
+    ok, reason = vllm_available(venv)
+    if not ok:
+        raise VllmError(reason)
+    if not (Path(model_dir) / "config.json").exists():
+        raise VllmError(f"no model at {model_dir} (config.json missing)")
+    if port_in_use(port):
+        raise VllmError(f"port {port} on {HOST} is already in use")
+
+
 def start(
     model_dir: str | os.PathLike,
     *,
@@ -104,13 +113,7 @@ def start(
     pid_file: str | os.PathLike | None = None,
 ) -> VllmServer:
     """Launch vLLM in the background and return at once; call wait_healthy() next."""
-    ok, reason = vllm_available(venv)
-    if not ok:
-        raise VllmError(reason)
-    if not (Path(model_dir) / "config.json").exists():
-        raise VllmError(f"no model at {model_dir} (config.json missing)")
-    if port_in_use(port):
-        raise VllmError(f"port {port} on {HOST} is already in use")
+    _check_can_start(model_dir, port, venv)
     log = Path(log_path)
     log.parent.mkdir(parents=True, exist_ok=True)
     pid_path = Path(pid_file) if pid_file else log.with_suffix(".pid")

@@ -226,8 +226,14 @@ def test_replicas_join_and_leave_through_real_dns(zone, replicas, ragtrim):
     client = httpx.Client(base_url=proxy.url, timeout=30)
     wait_healthy(client, 2)
     assert {ask(client, p) for p in PROMPTS} == {a, b}  # hot prefixes on both
+    owners = join(client, zone, rec, c)
+    leave(client, zone, rec, proxy.url, owners, a, b, c)
+    dns_down(client, zone, a, c)
+    client.close()
 
-    # join: traffic within one interval + 1 s, and the warm-up of what it owns
+
+def join(client: httpx.Client, zone, rec, c: str) -> dict[str, str]:
+    """Traffic to the joiner within one interval + 1 s, and the warm-up of what it owns."""
     zone.set(REPLICAS)
     joined_at, i = time.monotonic(), 0
     while ask(client, PROMPTS[i % len(PROMPTS)]) != c:
@@ -243,15 +249,18 @@ def test_replicas_join_and_leave_through_real_dns(zone, replicas, ragtrim):
     while rec[REPLICAS[2]].replayed_prompts() != owned_by_c:
         assert time.monotonic() < deadline, (rec[REPLICAS[2]].replayed_prompts(), owned_by_c)
         time.sleep(0.05)
+    return owners
 
-    # leave: open streams to b finish; no new request reaches b after interval + 1 s
-    # (bounded load may send a second concurrent one elsewhere: those are checked too)
-    to_b = [p for p, url in owners.items() if url == b][:3]
+
+def leave(client, zone, rec, url: str, owners: dict[str, str], a: str, b: str, c: str) -> None:
+    """Open streams to b finish; no new request reaches b after interval + 1 s (bounded
+    load may send a second concurrent one elsewhere: those are checked too)."""
+    to_b = [p for p, owner in owners.items() if owner == b][:3]
     with ThreadPoolExecutor(len(to_b)) as pool:
         streams = []
         for prompt in to_b:  # one at a time, so the first surely lands on b
             opened = threading.Event()
-            streams.append(pool.submit(stream, proxy.url, prompt, opened))
+            streams.append(pool.submit(stream, url, prompt, opened))
             assert opened.wait(10)
         zone.set([REPLICAS[0], REPLICAS[2]])
         time.sleep(INTERVAL + 1.0)
@@ -265,11 +274,12 @@ def test_replicas_join_and_leave_through_real_dns(zone, replicas, ragtrim):
         assert not any('"error"' in line for line in lines)
     assert rec[REPLICAS[1]].stub.stats["aborted"] == 0
 
-    # DNS down: the last good set stays, counted
+
+def dns_down(client: httpx.Client, zone, a: str, c: str) -> None:
+    """DNS down: the last good set stays, counted."""
     zone.stop()
     errors_before = metric(client, "ragtrim_discovery_refreshes_total", result="error")
     time.sleep(INTERVAL * 2.5)
     assert metric(client, "ragtrim_discovery_refreshes_total", result="error") > errors_before
     assert sorted(client.get("/readyz").json()["healthy"]) == [a, c]
     assert {ask(client, p) for p in PROMPTS} == {a, c}
-    client.close()

@@ -7,11 +7,14 @@ import asyncio
 import hashlib
 import json
 
+import httpx
 import pytest
 
+from cache.prefixes import PrefixRegistry
+from cache.store import MemoryStore
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.routing.affinity import PrefixAffinity
+from proxy.routing.affinity import PrefixAffinity, rendezvous_order
 from proxy.routing.discovery import (
     Discovery,
     ResolveError,
@@ -21,7 +24,9 @@ from proxy.routing.discovery import (
     split_backends,
 )
 from proxy.routing.endpoint import Endpoint, EndpointPool
-from proxy.settings import DiscoverySettings, Settings
+from proxy.routing.health import HealthChecker
+from proxy.settings import DiscoverySettings, HealthSettings, Settings, WarmupSettings
+from proxy.warmup import Warmer
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")
 KEYS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3000)]
@@ -180,15 +185,6 @@ async def test_system_resolver_reads_the_hosts_file():
 
 
 async def test_a_joining_replica_gets_the_warmup_replays_it_owns():
-    import httpx
-
-    from cache.prefixes import PrefixRegistry
-    from cache.store import MemoryStore
-    from proxy.routing.affinity import rendezvous_order
-    from proxy.routing.health import HealthChecker
-    from proxy.settings import HealthSettings, WarmupSettings
-    from proxy.warmup import Warmer
-
     replays: list[tuple[str, str]] = []
 
     def backend(request: httpx.Request) -> httpx.Response:
