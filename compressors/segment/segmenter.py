@@ -13,7 +13,7 @@ ragtrim before it serves. Only the body field is per request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from compressors.segment.body_field import BodyField
@@ -32,6 +32,9 @@ class Recogniser(Protocol):
     def match_prompt(self, prompt: str) -> Segmentation | None: ...
 
 
+Match = Callable[[Recogniser], Segmentation | None]
+
+
 class Segmenter:
     def __init__(self, patterns: Sequence[str] = (),
                  frameworks: Sequence[FrameworkTemplate] | None = None):  # fmt: skip
@@ -44,15 +47,15 @@ class Segmenter:
         return (BodyField(body_field), *self.recognisers)
 
     def chat(self, messages: Sequence[Any], body_field: dict | None = None) -> Segmentation | None:
-        for recogniser in self._order(body_field):
-            seg = recogniser.match_chat(messages)
-            if seg is not None:
-                return seg
-        return None
+        return self._first(body_field, lambda recogniser: recogniser.match_chat(messages))
 
     def prompt(self, prompt: str, body_field: dict | None = None) -> Segmentation | None:
+        return self._first(body_field, lambda recogniser: recogniser.match_prompt(prompt))
+
+    def _first(self, body_field: dict | None, match: Match) -> Segmentation | None:
+        """The first recogniser's match, in THE order; None when none matches."""
         for recogniser in self._order(body_field):
-            seg = recogniser.match_prompt(prompt)
+            seg = match(recogniser)
             if seg is not None:
                 return seg
         return None
