@@ -14,6 +14,8 @@ import yaml
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
+MIN_SALT_SECRET = 16
+
 
 class TimeoutSettings(BaseModel):
     connect: float = Field(2.0, gt=0, description="Seconds to open a connection to a backend.")
@@ -203,7 +205,60 @@ class TenancySettings(BaseModel):
         "", description="Tenant of requests without tenancy; empty = cache_salt left as sent."
     )
     salt_secret: str = Field(
-        "", description="Secret mixed into each tenant's cache_salt (makes salts unguessable)."
+        "",
+        description="Secret mixed into each tenant's cache_salt (makes salts unguessable); "
+        "required (16+ characters) when api_keys are set: ragtrim refuses to start without it.",
+    )
+    backend_header: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Send x-ragtrim-backend (the backend URL) on responses; auto = on "
+        "without api_keys, off with them (a tenant has no need to learn backend URLs).",
+    )
+
+    @model_validator(mode="after")
+    def _secret_with_keys(self) -> TenancySettings:
+        """Without a secret, anyone who knows a tenant's name can compute its salt
+        (issue 23): tenancy without one is a configuration error, not a default."""
+        if self.api_keys and len(self.salt_secret) < MIN_SALT_SECRET:
+            raise ValueError(
+                f"tenancy.api_keys is set but tenancy.salt_secret is "
+                f"{'empty' if not self.salt_secret else 'too short'}: set "
+                f"RAGTRIM_TENANCY__SALT_SECRET (or --tenancy-salt-secret) to a random string "
+                f"of {MIN_SALT_SECRET}+ characters, e.g. `openssl rand -hex 32`, and keep it "
+                "stable across restarts and replicas (it keys every tenant's cache_salt)"
+            )
+        return self
+
+    def shows_backend(self) -> bool:
+        return self.backend_header == "on" or (self.backend_header == "auto" and not self.api_keys)
+
+
+class HttpSettings(BaseModel):
+    """Limits on the client side of the HTTP edge (proxy/http/protocol.py)."""
+
+    max_headers: int = Field(
+        100, ge=1, description="Most header fields in a request head (431 above)."
+    )
+    max_head_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        description="Most bytes in a request head, request line and headers (431 above).",
+    )
+    head_timeout: float = Field(
+        10.0, gt=0, description="Seconds a client may take to send a whole request head (408)."
+    )
+    body_timeout: float = Field(
+        30.0, gt=0, description="Seconds a client may take to send a whole request body (408)."
+    )
+    keep_alive_timeout: float = Field(
+        5.0, gt=0, description="Seconds an idle keep-alive connection stays open."
+    )
+    max_connections: int = Field(
+        0,
+        ge=0,
+        description="Open client connections per worker; more are answered 503 and closed "
+        "(0 = half the open-file limit, RLIMIT_NOFILE, leaving the rest to backend "
+        "connections).",
     )
 
 
@@ -234,6 +289,7 @@ class Settings(BaseSettings):
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
     discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."

@@ -20,7 +20,7 @@ from proxy.stages import tenant as tenant_module
 from proxy.stages.tenant import match_key, tenant_salt
 from tests.unit.proxy.doubles import HalfWords
 
-SECRET = "s3cret"
+SECRET = "isolation-s3cret-16+"
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": SECRET}
 ALWAYS = {"policy": "always", "min_context_tokens": 0}
 SYSTEM = (

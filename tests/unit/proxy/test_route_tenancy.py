@@ -5,7 +5,7 @@ import httpx
 
 from tests.unit.proxy.doubles import HalfWords
 
-TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "s"}
+TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "route-tenancy-secret"}
 DOCS = ["Paris is the capital of France and its largest city.", "The Seine flows north."]
 
 

@@ -2,7 +2,7 @@
 
 import httpx
 
-TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "s3"}
+TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "tenant-canonical-secret"}
 
 
 def chat(system: str, **extra) -> dict:
