@@ -35,6 +35,7 @@ import numpy as np
 
 from compressors import bm25
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
 from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
@@ -86,6 +87,7 @@ class FastExtractiveCompressor:
         self.build_missing = build_missing
         self._content: np.ndarray | None = None
         self._lock = threading.Lock()
+        self.features_computed = 0  # document parts computed (a seen chunk adds none)
 
     def fingerprint(self) -> str:
         weights = ",".join(f"{k}={v:g}" for k, v in sorted(self.weights.items()))
@@ -115,28 +117,53 @@ class FastExtractiveCompressor:
 
         build_atomically(self.model_path, default_model_path())
 
-    # -- scoring -----------------------------------------------------------------------
+    def feature_fingerprint(self) -> str:
+        """What a chunk's features depend on: not the weights nor the rounding (they
+        act in the request part), so every scorer variant shares them."""
+        return (
+            f"{self.name}-features:f{FORMAT}:model={self.model_path.name}:counter="
+            f"{counter_name(self.count_tokens)}:max_chars={self.max_sentence_chars}:"
+            f"{self.protector.fingerprint()}"
+        )
 
-    def _tokens(self, docs: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
-        """All documents' tokens, each tagged with its global sentence (-1: none)."""
-        ids, owners, offset = [], [], 0
-        for doc, doc_spans in zip(docs, spans, strict=True):
-            tokens = self.embedder.tokens(doc)
-            starts = np.fromiter((s for s, _ in doc_spans), np.int64, len(doc_spans))
-            ends = np.fromiter((e for _, e in doc_spans), np.int64, len(doc_spans))
-            owner = np.searchsorted(starts, tokens.starts, side="right") - 1
-            inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
-            ids.append(tokens.ids)
-            owners.append(np.where(inside, owner + offset, -1))
-            offset += len(doc_spans)
-        return Tokens(np.concatenate(ids), np.zeros(0, np.int64)), np.concatenate(owners)
+    # -- the document part (question-independent) --------------------------------------
 
-    def _signals(self, docs, spans, question: str) -> dict[str, np.ndarray]:
-        tokens, owner = self._tokens(docs, spans)
-        sizes = [len(s) for s in spans]
-        doc_of = np.repeat(np.arange(len(docs)), sizes)
-        sums = self.embedder.span_sums(tokens, owner, len(doc_of))
-        doc_sums = np.zeros((len(docs), sums.shape[1]), dtype=np.float32)
+    def document_features(self, document: str) -> ChunkFeatures:
+        """Sentences, their token counts, their WordPiece ids and static-embedding sums."""
+        if self._content is None:
+            self.load()
+        spans = split_sentences(document, self.protector.spans(document), self.max_sentence_chars)
+        tokens, counts = count_spans(self.count_tokens, document, spans)
+        ids, owner = self._owned_ids(document, spans)
+        sums = self.embedder.span_sums(Tokens(ids, ids), owner, len(spans))
+        self.features_computed += 1
+        return ChunkFeatures(
+            spans=np.asarray(spans, np.int32).reshape(len(spans), 2),
+            counts=np.asarray(counts, np.int32),
+            tokens=int(tokens),
+            lengths=np.bincount(owner, minlength=len(spans)).astype(np.int32),
+            ids=ids.astype(np.int32),
+            sums=sums,
+        )
+
+    def _owned_ids(self, doc: str, spans: Sequence[tuple[int, int]]):
+        """The WordPiece ids of `doc` that start inside a sentence, and that sentence."""
+        tokens = self.embedder.tokens(doc)
+        if not spans:
+            return tokens.ids[:0], tokens.ids[:0]
+        starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
+        ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
+        owner = np.searchsorted(starts, tokens.starts, side="right") - 1
+        inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
+        return tokens.ids[inside], owner[inside]
+
+    # -- the request part ---------------------------------------------------------------
+
+    def _signals(self, feats: Sequence[ChunkFeatures], question: str) -> dict[str, np.ndarray]:
+        sizes = [f.sentences for f in feats]
+        doc_of = np.repeat(np.arange(len(feats)), sizes)
+        sums = np.concatenate([f.sums for f in feats]).astype(np.float32, copy=False)
+        doc_sums = np.zeros((len(feats), sums.shape[1]), dtype=np.float32)
         np.add.at(doc_sums, doc_of, sums)
         vectors, doc_vectors = unit(sums), unit(doc_sums)
         asked = question.strip()
@@ -145,11 +172,13 @@ class FastExtractiveCompressor:
         query = self.embedder.tokens(asked)
         target = unit(self.embedder.span_sums(query, np.zeros(len(query.ids), np.int64), 1))[0]
         terms = np.unique(query.ids[self._content[query.ids]])
-        tf = bm25.term_counts(tokens.ids, owner, len(doc_of), terms)
-        lengths = np.bincount(owner[owner >= 0], minlength=len(doc_of)).astype(np.float64)
-        doc_tf = np.zeros((len(docs), len(terms)))
+        ids = np.concatenate([f.ids for f in feats]).astype(np.int64)
+        lengths = np.concatenate([f.lengths for f in feats]).astype(np.float64)
+        owner = np.repeat(np.arange(len(doc_of)), lengths.astype(np.int64))
+        tf = bm25.term_counts(ids, owner, len(doc_of), terms)
+        doc_tf = np.zeros((len(feats), len(terms)))
         np.add.at(doc_tf, doc_of, tf)
-        doc_bm25 = _scaled(bm25.scores(doc_tf, np.bincount(doc_of, lengths, len(docs))))
+        doc_bm25 = _scaled(bm25.scores(doc_tf, np.bincount(doc_of, lengths, len(feats))))
         return {
             "bm25": _scaled(bm25.scores(tf, lengths)),
             "cos": vectors @ target,
@@ -157,19 +186,19 @@ class FastExtractiveCompressor:
             "doc_cos": (doc_vectors @ target)[doc_of],
         }
 
-    def scores(self, docs, spans, question: str) -> list[np.ndarray]:
+    def scores(self, feats: Sequence[ChunkFeatures], question: str) -> list[np.ndarray]:
         """Each document's sentence scores (rounded), in sentence order."""
-        if not any(spans):  # no sentence anywhere: nothing to score
-            return [np.zeros(0) for _ in spans]
+        if not any(f.sentences for f in feats):  # no sentence anywhere: nothing to score
+            return [np.zeros(0) for _ in feats]
         if self._content is None:
             self.load()
-        signals = self._signals(docs, spans, question)
+        signals = self._signals(feats, question)
         total = sum(w * signals[k] for k, w in self.weights.items() if k in signals)
         if isinstance(total, int):  # no weighted signal applies (blank question, bm25 only)
             total = signals["cos"]
         total = np.round(total, self.score_decimals)
-        cuts = np.cumsum([len(s) for s in spans])[:-1]
-        return np.split(total, cuts) if len(spans) else []
+        cuts = np.cumsum([f.sentences for f in feats])[:-1]
+        return np.split(total, cuts) if len(feats) else []
 
     # -- compress ----------------------------------------------------------------------
 
@@ -180,14 +209,26 @@ class FastExtractiveCompressor:
         if budget.target_tokens is None and budget.rate >= 1.0:
             results = (DocumentResult(d, n, n) for d in docs for n in [self.count_tokens(d)])
             return CompressionResult(self.name, tuple(results))
-        spans = [split_sentences(d, self.protector.spans(d), self.max_sentence_chars) for d in docs]
-        counted = [count_spans(self.count_tokens, d, s) for d, s in zip(docs, spans, strict=True)]
-        before, counts = [c[0] for c in counted], [c[1] for c in counted]
-        scores = self.scores(docs, spans, question)
+        feats = [self.document_features(d) for d in docs]
+        return self.compress_features(docs, feats, question=question, budget=budget)
+
+    def compress_features(
+        self, documents: Sequence[str], features: Sequence[ChunkFeatures], *, question: str,
+        budget: Budget,
+    ) -> CompressionResult:  # fmt: skip
+        """compress() given each document's features (memoized or fresh): same output."""
+        docs = list(documents)
+        before = [f.tokens for f in features]
+        if budget.target_tokens is None and budget.rate >= 1.0:
+            results = (DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))
+            return CompressionResult(self.name, tuple(results))
+        counts = [f.counts.tolist() for f in features]
+        scores = self.scores(features, question)
         if budget.target_tokens is not None:
             keep = pooled_keep(scores, counts, budget.target_tokens)
         else:
             keep = per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
+        spans = [f.span_list() for f in features]
         out = [render_kept(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         results = (
             DocumentResult(o, n, self.count_tokens(o)) for o, n in zip(out, before, strict=True)

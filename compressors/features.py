@@ -1,0 +1,104 @@
+"""A chunk's question-independent features, and their compact binary form.
+
+Why (issue 18): in RAG it is the documents that repeat across requests, not the
+questions. Most of what `fast_extractive` does per document does not depend on the
+question: sentence splitting (with protected spans), token counting, WordPiece
+tokenization and the static-embedding sum of every sentence. Computed once per chunk
+and memoized (cache/features.py, keyed without the question), a seen document costs
+the question's encoding, a few dot products and the selection.
+
+`ChunkFeatures` holds exactly what the per-request part reads:
+
+- `spans`    (n, 2) int32  sentence character spans (sentences.split_sentences)
+- `counts`   (n,)   int32  target-model tokens of each sentence (tokens.count_spans)
+- `tokens`   int           target-model tokens of the whole document
+- `lengths`  (n,)   int32  WordPiece tokens that start inside each sentence
+- `ids`      (m,)   int32  those tokens' ids, in text order (m = lengths.sum())
+- `sums`     (n, d) float32 the sum of each sentence's static-embedding rows
+
+The sums stay float32: float16 would change scores in the 4th decimal and flip picks,
+and the output must stay byte-identical to the unsplit compressor's. Encoded as one
+bytes value: a header (magic, format version, n, m, d, tokens) then the arrays, raw,
+little-endian, so decoding is a few `np.frombuffer` views (no copy, no parsing).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+MAGIC = b"RTF"
+FORMAT = 1
+_HEADER = struct.Struct("<3sBIIII")  # magic, format, n sentences, m ids, dim, tokens
+
+
+@dataclass(frozen=True)
+class ChunkFeatures:
+    spans: np.ndarray
+    counts: np.ndarray
+    tokens: int
+    lengths: np.ndarray
+    ids: np.ndarray
+    sums: np.ndarray
+
+    @property
+    def sentences(self) -> int:
+        return len(self.counts)
+
+    def span_list(self) -> list[tuple[int, int]]:
+        return [(int(a), int(b)) for a, b in self.spans.tolist()]
+
+
+def encode(f: ChunkFeatures) -> bytes:
+    n, m, dim = len(f.counts), len(f.ids), f.sums.shape[1] if f.sums.ndim == 2 else 0
+    parts = [
+        _HEADER.pack(MAGIC, FORMAT, n, m, dim, f.tokens),
+        np.ascontiguousarray(f.spans, "<i4").tobytes(),
+        np.ascontiguousarray(f.counts, "<i4").tobytes(),
+        np.ascontiguousarray(f.lengths, "<i4").tobytes(),
+        np.ascontiguousarray(f.ids, "<i4").tobytes(),
+        np.ascontiguousarray(f.sums, "<f4").tobytes(),
+    ]
+    return b"".join(parts)
+
+
+def decode(value: bytes) -> ChunkFeatures | None:
+    """The features in `value`, or None when it is not this format (a miss, not an error:
+    an entry from another version or a corrupt one is recomputed)."""
+    if len(value) < _HEADER.size:
+        return None
+    magic, fmt, n, m, dim, tokens = _HEADER.unpack_from(value)
+    if magic != MAGIC or fmt != FORMAT or len(value) != _HEADER.size + 4 * (4 * n + m + n * dim):
+        return None
+    at = _HEADER.size
+
+    def take(count: int, dtype: str) -> np.ndarray:
+        nonlocal at
+        out = np.frombuffer(value, dtype, count, at)
+        at += 4 * count
+        return out
+
+    spans = take(2 * n, "<i4").reshape(n, 2)
+    counts, lengths, ids = take(n, "<i4"), take(n, "<i4"), take(m, "<i4")
+    sums = take(n * dim, "<f4").reshape(n, dim)
+    return ChunkFeatures(spans, counts, tokens, lengths, ids, sums)
+
+
+@runtime_checkable
+class FeatureCompressor(Protocol):
+    """A compressor split in a document part and a request part (fast_extractive).
+
+    feature_fingerprint(): every setting the features depend on (model, token counter,
+                           protected spans, sentence length), not the scoring weights
+    document_features():   the document part, question-independent
+    compress_features():   the request part: same output as compress() on the documents
+    """
+
+    def feature_fingerprint(self) -> str: ...
+
+    def document_features(self, document: str) -> ChunkFeatures: ...
+
+    def compress_features(self, documents, features, *, question, budget): ...

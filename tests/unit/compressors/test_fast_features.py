@@ -1,0 +1,103 @@
+"""fast_extractive split in a document part and a request part (issue 18): the same bytes
+as the unsplit compressor (a frozen copy: reference_fast_extractive.py) on SQuAD
+fidelity cases of both distractor kinds, and features that survive their encoding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.squad import build_cases, load_squad
+from compressors.base import Budget
+from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.features import FeatureCompressor, decode, encode
+from compressors.static_embed import default_static_path
+from compressors.tokens import HFTokenCounter
+from tests.unit.compressors.reference_fast_extractive import ReferenceFastExtractive
+
+N_CASES = 10  # per distractor kind: ~2k tokens each
+
+
+@pytest.fixture(scope="module")
+def counter(minilm_path):
+    return HFTokenCounter(minilm_path)
+
+
+@pytest.fixture(scope="module")
+def cases(counter):
+    articles = load_squad("train")
+    return [
+        c
+        for kind in ("off_topic", "same_article")
+        for c in build_cases(
+            N_CASES, seed=11, count_tokens=counter, articles=articles, distractors=kind
+        )  # fmt: skip
+    ]
+
+
+def _budgets(docs, counter):
+    total = sum(counter(d) for d in docs)
+    yield Budget(rate=1 / 3, target_tokens=round(total / 3))
+    yield Budget(rate=1 / 2, target_tokens=round(total / 2))
+    yield Budget(rate=1 / 3)
+
+
+def _models(static_model, scorer: str):
+    """The random test table; and the real distilled model where `make setup` built it."""
+    real = default_static_path()
+    built = scorer == "hybrid" and (real / "model.safetensors").exists()
+    return [static_model] + ([real] if built else [])
+
+
+@pytest.mark.parametrize("scorer", ["hybrid", "bm25", "static"])
+def test_byte_identical_to_the_unsplit_compressor(scorer, cases, counter, static_model):
+    for model in _models(static_model, scorer):
+        opts = {"model_path": model, "scorer": scorer, "build_missing": False}
+        new = FastExtractiveCompressor(counter, **opts)
+        old = ReferenceFastExtractive(counter, **opts)
+        for case in cases:
+            docs = list(case.documents)
+            for budget in _budgets(docs, counter):
+                for question in (case.question, ""):
+                    got = new.compress(docs, question=question, budget=budget)
+                    want = old.compress(docs, question=question, budget=budget)
+                    assert got == want, (case.case_id, budget, question, model)
+
+
+def test_memoized_features_give_the_same_bytes_for_any_question(cases, counter, static_model):
+    fast = FastExtractiveCompressor(counter, model_path=static_model)
+    assert isinstance(fast, FeatureCompressor)
+    docs = list(cases[0].documents)
+    stored = [encode(fast.document_features(d)) for d in docs]  # what the cache keeps
+    computed = fast.features_computed
+    for case in cases[:6]:  # new questions over the same documents
+        budget = Budget(rate=0.4, target_tokens=round(0.4 * sum(counter(d) for d in docs)))
+        feats = [decode(b) for b in stored]
+        got = fast.compress_features(docs, feats, question=case.question, budget=budget)
+        assert got == fast.compress(docs, question=case.question, budget=budget)
+    assert fast.features_computed == computed + 6 * len(docs)  # only compress() computed
+
+
+def test_encoding_round_trip_and_rejects(static_model, counter):
+    fast = FastExtractiveCompressor(counter, model_path=static_model)
+    f = fast.document_features("One sentence here. Another one, 3.5 km long! And a third?")
+    blob = encode(f)
+    back = decode(blob)
+    assert back.tokens == f.tokens and back.span_list() == f.span_list()
+    for a, b in ((back.counts, f.counts), (back.ids, f.ids), (back.sums, f.sums)):
+        assert np.array_equal(a, b)
+    assert decode(blob[:-1]) is None and decode(b"XYZ" + blob[3:]) is None
+    assert decode(b"") is None
+    empty = fast.document_features("   ")
+    assert decode(encode(empty)).sentences == 0
+    feats = [decode(encode(empty))]
+    assert fast.compress_features(["   "], feats, question="q", budget=Budget(0.5)).texts == ("",)
+
+
+def test_feature_fingerprint_ignores_the_scorer_not_the_model(static_model, counter):
+    a = FastExtractiveCompressor(counter, model_path=static_model, scorer="bm25")
+    b = FastExtractiveCompressor(counter, model_path=static_model, scorer="hybrid")
+    assert a.feature_fingerprint() == b.feature_fingerprint()
+    assert a.fingerprint() != b.fingerprint()
+    c = FastExtractiveCompressor(counter, model_path=static_model, max_sentence_chars=100)
+    assert c.feature_fingerprint() != a.feature_fingerprint()
