@@ -13,6 +13,7 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 
 import httpx
 
+from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
@@ -106,15 +107,31 @@ def make_store(settings: Settings, metrics: Metrics) -> KVStore:
 
 
 def make_engine(
-    c: CompressionSettings, store: KVStore, counter, compressor: Compressor | None = None
+    c: CompressionSettings, store: KVStore, counter, compressor: Compressor | None = None,
+    metrics: Metrics | None = None,
 ) -> CompressionEngine:
     compressor = compressor or build_compressor(
         c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
     )
     return CompressionEngine(
         compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
-        count=counter,
+        count=counter, features=make_feature_cache(c, store, metrics),
     )  # fmt: skip
+
+
+def make_feature_cache(c: CompressionSettings, store: KVStore,
+                       metrics: Metrics | None) -> FeatureCache | None:  # fmt: skip
+    """Per-chunk features, question-independent (issue 18): in-process, then shared."""
+    if not c.feature_cache_bytes:
+        return None
+    if metrics is None:
+        return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl)
+    lookups, written = metrics.feature_lookups, metrics.feature_bytes_written
+    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl,
+                         on_lookup=lambda result, n: lookups.labels(result).inc(n),
+                         on_write=written.inc)  # fmt: skip
+    metrics.feature_cache_bytes.set_function(lambda: cache.local.bytes)
+    return cache
 
 
 def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
@@ -142,7 +159,8 @@ def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
     feedback = Feedback(metrics, gate, prefixes)
     if c.prefill_metrics:
         feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
-                                          min_interval=c.prefill_scrape_interval)  # fmt: skip
+                                          min_interval=c.prefill_scrape_interval,
+                                          queue=gate.observe_queue)  # fmt: skip
     return feedback
 
 
@@ -172,7 +190,7 @@ def build(
     store = store if store is not None else make_store(settings, metrics)
     c = settings.compression
     counter = TargetTokenCounter(pool, c.tokenizer)
-    engine = make_engine(c, store, counter, compressor)
+    engine = make_engine(c, store, counter, compressor, metrics)
     gate = make_gate(c, engine.compressor)
     tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics), metrics,
@@ -183,7 +201,8 @@ def build(
     forwarder = Forwarder(pool, router, transport, settings.timeouts, pipeline,
                           metrics, feedback, Admission(settings.limits, metrics),
                           tenant.authenticate, settings.max_body_bytes,
-                          log_prompts=settings.log_prompts)  # fmt: skip
+                          log_prompts=settings.log_prompts,
+                          upstream=settings.upstream)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)

@@ -20,12 +20,25 @@ Decision for `auto`: compress at the requested rate when
     cost   = wait_ms + uncached_context_tokens × compressor_ms_per_token
     saved > cost  and  cost ≤ max_added_ms  and  context_tokens ≥ min_context_tokens.
 (no wait when every document is in the memo: no worker is needed).
+
+Under a queue (`BackendQueue`): when the backend has requests waiting, a removed
+prompt token saves its own prefill time and as much again for every request queued
+behind it (vLLM prefills at most `max_num_batched_tokens` per step, first come first
+served: each token a step spends on this prompt delays every later prompt's steps). In
+a steady queue as many requests wait behind a request as it found ahead of it, so
+    saved = context_tokens × (1 − rate) × prefill_ms_per_token × (1 + waiting)
+with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/prefill.py reads it). The
+smallest fresh reading over the backends is used (routing happens after compression:
+the safe side), and a reading older than `queue_fresh_s` counts as no queue (the
+gauges are read after responses; an idle replica sends none). So compression that
+does not pay for one request on an idle GPU pays on a replica with a queue.
 `always` compresses whenever a context is found; `never` never does.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -88,6 +101,31 @@ class PrefillLaw:
         return min(ratio, max(0.0, statistics.median(slopes)))
 
 
+class BackendQueue:
+    """Each backend's last (waiting, running) gauges and when they were read."""
+
+    def __init__(self, fresh_s: float = 2.0):
+        self.fresh_s = fresh_s
+        self.readings: dict[str, tuple[float, float, float]] = {}
+
+    def observe(self, backend: str, waiting: float, running: float,
+                at: float | None = None) -> None:  # fmt: skip
+        at = time.monotonic() if at is None else at
+        self.readings[backend] = (max(0.0, waiting), max(0.0, running), at)
+
+    def waiting(self, now: float | None = None) -> float:
+        """Requests waiting on the least-queued backend (0 when no reading is fresh)."""
+        now = time.monotonic() if now is None else now
+        fresh = [w for w, _, at in self.readings.values() if now - at <= self.fresh_s]
+        return min(fresh) if fresh and len(fresh) == len(self.readings) else 0.0
+
+
+def queue_multiplier(waiting: float) -> float:
+    """One removed prompt token's saving, in its own prefills: its own and one for
+    each request behind it in the backend's FCFS queue."""
+    return 1.0 + max(0.0, waiting)
+
+
 class CostGate:
     """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
     (`compressor.prior_ms_per_1k`: the compressor knows its cost)."""
@@ -101,6 +139,7 @@ class CostGate:
         self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
         self.compressor_prior = prior_ms_per_1k / 1000
+        self.queue = BackendQueue()
 
     # feedback -----------------------------------------------------------------
     def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float) -> None:
@@ -111,6 +150,9 @@ class CostGate:
             cold_tokens = outcome.tokens_before * outcome.misses / (outcome.hits + outcome.misses)
             work_ms = getattr(outcome, "work_ms", None)
             self.compress_cost.add(outcome.ms if work_ms is None else work_ms, round(cold_tokens))
+
+    def observe_queue(self, backend: str, waiting: float, running: float) -> None:
+        self.queue.observe(backend, waiting, running)
 
     # estimates ----------------------------------------------------------------
     def prefill_ms_per_token(self) -> float | None:
@@ -137,8 +179,11 @@ class CostGate:
             if cold == 0:
                 return Decision("compress", rate, "compress:warm-cache")
             return Decision("skip", None, "skip:no-prefill-measurement")
-        saved = context_tokens * (1 - rate) * prefill
+        waiting = self.queue.waiting()
+        saved = context_tokens * (1 - rate) * prefill * queue_multiplier(waiting)
         detail = f"saved={saved:.0f}ms,cost={cost:.0f}ms"
+        if waiting:
+            detail += f",queued={waiting:g}"
         if cold and wait_ms:
             detail += f",wait={wait_ms:.0f}ms"
         if cost > self.max_added_ms:

@@ -16,6 +16,13 @@ into one sample: mean computed tokens and mean prefill ms of the requests in bet
 The first read gives the averages since vLLM started. Only the lines it needs are
 parsed (vLLM's page is ~100 kB; no full Prometheus parse on the event loop). A
 backend without these metrics (404, not vLLM) is left alone for `retry_s`. Fails open.
+
+The same read gives the backend's queue, for the gate's queue term (proxy/gate.py):
+the gauges `vllm:num_requests_waiting` and `vllm:num_requests_running` (the scheduler's
+WAITING and RUNNING lists; the gateway API inference extension's endpoint picker reads
+the same two), handed to `queue(backend, waiting, running)` on every read. Under load
+reads come at most every `min_interval`; idle, none come, and the gate lets a reading
+age out.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ log = logging.getLogger("ragtrim.prefill")
 TIME = "vllm:request_prefill_time_seconds"
 TOKENS = "vllm:request_prefill_kv_computed_tokens"
 WANTED = tuple(f"{name}_{part}" for name in (TIME, TOKENS) for part in ("sum", "count"))
+GAUGES = ("vllm:num_requests_waiting", "vllm:num_requests_running")
 Observe = Callable[[str, float, float], None]  # (backend, tokens, ms)
+Queue = Callable[[str, float, float], None]  # (backend, waiting, running)
 
 
 def parse_totals(text: str) -> dict[str, float]:
@@ -50,6 +59,21 @@ def parse_totals(text: str) -> dict[str, float]:
     return totals
 
 
+def parse_gauges(text: str) -> dict[str, float]:
+    """The queue gauges, summed over engines (a label set per engine)."""
+    gauges: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line.startswith(GAUGES):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in GAUGES:
+            try:
+                gauges[name] = gauges.get(name, 0.0) + float(line.rsplit(" ", 1)[-1])
+            except ValueError:
+                continue
+    return gauges
+
+
 def sample_between(before: dict[str, float] | None, now: dict[str, float]):
     """(mean computed tokens, mean prefill ms) of the requests finished in between."""
     if any(name not in now for name in WANTED):
@@ -65,9 +89,11 @@ def sample_between(before: dict[str, float] | None, now: dict[str, float]):
 
 class PrefillScraper:
     def __init__(self, client: httpx.AsyncClient, observe: Observe, *, min_interval: float,
-                 timeout: float = 2.0, retry_s: float = 60.0):  # fmt: skip
+                 timeout: float = 2.0, retry_s: float = 60.0,
+                 queue: Queue | None = None):  # fmt: skip
         self.client = client
         self.observe = observe
+        self.queue = queue
         self.min_interval = min_interval
         self.timeout = timeout
         self.retry_s = retry_s
@@ -104,11 +130,14 @@ class PrefillScraper:
             resp = await self.client.get(f"{backend}/metrics", timeout=self.timeout)
             resp.raise_for_status()
             now = parse_totals(resp.text)
+            gauges = parse_gauges(resp.text)
         except httpx.HTTPError as exc:
             log.info("no prefill metrics from %s (%r); retry in %.0f s", backend, exc,
                      self.retry_s)  # fmt: skip
             self._off_until[backend] = time.monotonic() + self.retry_s
             return None
+        if self.queue is not None and len(gauges) == len(GAUGES):
+            self.queue(backend, gauges[GAUGES[0]], gauges[GAUGES[1]])
         sample = sample_between(self._last.get(backend), now)
         if now:
             self._last[backend] = now
