@@ -28,11 +28,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
 from compressors.base import Budget, Compressor, TokenCounter
+from compressors.features import FeatureCompressor
 from proxy.calibrate import QUESTION as CALIBRATION_QUESTION
 from proxy.calibrate import calibration_documents
+from proxy.feature_path import FeaturePath
 
 
 class CompressionBusy(Exception):
@@ -55,6 +58,8 @@ class Outcome:
     ms: float  # total added to the request: lookup + queue wait + work
     work_ms: float = 0.0  # in the worker thread (what the gate learns cost from)
     wait_ms: float = 0.0  # queued for a worker
+    seen: int = 0  # of the misses, documents whose features were memoized (cheap)
+    in_flight: int = 1  # compressions in flight when this one started (contention)
 
     @property
     def ratio(self) -> float:
@@ -63,8 +68,12 @@ class Outcome:
 
 class CompressionEngine:
     def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int,
-                 count: TokenCounter | None = None):  # fmt: skip
+                 count: TokenCounter | None = None,
+                 features: FeatureCache | None = None):  # fmt: skip
         self.compressor = compressor
+        # per-chunk question-independent features (issue 18); None: not memoized
+        featured = features is not None and isinstance(compressor, FeatureCompressor)
+        self.features = FeaturePath(compressor, features) if featured else None
         self.count = count
         self.memo = memo
         self.timeout = timeout
@@ -146,8 +155,10 @@ class CompressionEngine:
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
+        in_flight = self._running + 1
         if missing:
-            fresh = await self._run([documents[i] for i in missing], question, rate, timing)
+            fresh = await self._fresh([documents[i] for i in missing], question, rate, timing,
+                                      tenant)  # fmt: skip
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
             scope = self._scope(documents, question)
@@ -164,10 +175,53 @@ class CompressionEngine:
             ms=(time.perf_counter() - start) * 1000,
             work_ms=timing.get("work_ms", 0.0),
             wait_ms=timing.get("wait_ms", 0.0),
+            seen=int(timing.get("seen", 0)),
+            in_flight=in_flight,
         )
 
+    async def seen_documents(self, documents: Sequence[str], tenant: str = "") -> int:
+        """How many of `documents` have memoized features (the gate prices them cheap)."""
+        return await self.features.seen(documents, tenant) if self.features else 0
+
+    async def precompute(self, documents: Sequence[str], tenant: str = "") -> int:
+        """Store the features of the unseen `documents` (ingest: any later question
+        finds them seen); how many were new."""
+        if self.features is None:
+            return 0
+        blobs = await self.features.fetch(documents, tenant)
+        new = [d for d, b in zip(documents, blobs, strict=True) if b is None]
+        if new:
+            job = self._pool.submit(self.features.compute, new)
+            fresh = await asyncio.wait_for(asyncio.wrap_future(job), self.timeout)
+            await self.features.keep(new, fresh, [None] * len(new), tenant)
+        return len(new)
+
+    async def _fresh(self, documents: list[str], question: str, rate: float,
+                     timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
+        """Compress `documents` in a worker, from their memoized features where found."""
+        if self.features is None:
+            return await self._run(documents, question, rate, timing)
+        blobs = await self.features.fetch(documents, tenant)
+        found = list(blobs)
+        timing["seen"] = sum(b is not None for b in found)
+        entries = await self._run(documents, question, rate, timing, blobs)
+        await self.features.keep(documents, blobs, found, tenant)
+        return entries
+
+    def _work(self, documents: list[str], question: str, rate: float,
+              blobs: list[bytes | None] | None):  # fmt: skip
+        """In the worker: the compression, from features when `blobs` is given."""
+        if blobs is None or self.features is None:
+            budget = self._budget(documents, rate)
+            return self.compressor.compress(documents, question=question, budget=budget)
+        feats = self.features.features(documents, blobs)
+        budget = self._budget(documents, rate, [f.tokens for f in feats])
+        return self.compressor.compress_features(documents, feats, question=question,
+                                                 budget=budget)  # fmt: skip
+
     async def _run(self, documents: list[str], question: str, rate: float,
-                   timing: dict[str, float] | None = None) -> list[MemoEntry]:  # fmt: skip
+                   timing: dict[str, float] | None = None,
+                   blobs: list[bytes | None] | None = None) -> list[MemoEntry]:  # fmt: skip
         loop = asyncio.get_running_loop()
         timing = {} if timing is None else timing
         submitted = time.perf_counter()
@@ -175,9 +229,8 @@ class CompressionEngine:
         def call():  # in the worker: token counting for the budget included
             began = time.perf_counter()
             timing["wait_ms"] = (began - submitted) * 1000
-            budget = self._budget(documents, rate)
             try:
-                out = self.compressor.compress(documents, question=question, budget=budget)
+                out = self._work(documents, question, rate, blobs)
             except Exception:
                 raise
             except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
@@ -202,10 +255,12 @@ class CompressionEngine:
             raise
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
-    def _budget(self, documents: list[str], rate: float) -> Budget:
+    def _budget(self, documents: list[str], rate: float, tokens: list[int] | None = None) -> Budget:
+        """`tokens`: counts from the features, if by this counter (no tokenizing again)."""
         if not self.compressor.question_aware or self.count is None:
             return Budget(rate=rate)
-        total = sum(self.count(d) for d in documents)  # runs in the worker thread
+        same = tokens is not None and getattr(self.compressor, "count_tokens", None) is self.count
+        total = sum(tokens) if same else sum(self.count(d) for d in documents)  # in the worker
         return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
 
     def _replace_worker(self, timing: dict[str, float]) -> None:

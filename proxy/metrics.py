@@ -89,6 +89,18 @@ class Metrics:
             "ragtrim_prompt_tokens", "Prompt tokens vLLM reported", ["backend"], registry=r
         )
         self.cached_tokens = Counter(
+        self.feature_lookups = Counter(
+            "ragtrim_feature_lookups", "Per-chunk feature cache lookups (local: in-process, "
+            "shared: the store, miss: computed)", ["result"], registry=r,
+        )  # fmt: skip
+        self.feature_bytes_written = Counter(
+            "ragtrim_feature_bytes_written", "Bytes of chunk features computed and stored",
+            registry=r,
+        )  # fmt: skip
+        self.feature_cache_bytes = Gauge(
+            "ragtrim_feature_cache_bytes", "Bytes held by the in-process feature cache",
+            registry=r,
+        )  # fmt: skip
             "ragtrim_cached_tokens", "Prompt tokens vLLM served from its prefix cache",
             ["backend"], registry=r,
         )  # fmt: skip

@@ -156,6 +156,12 @@ class RoutingSettings(BaseModel):
         default_factory=lambda: ["healthy", "serves_model"],
         description="Filters of the candidates, in order (comma-separated).",
     )
+    feature_cache_bytes: int = Field(
+        256 << 20,
+        ge=0,
+        description="In-process byte cap of the per-chunk feature cache (question-independent "
+        "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
+    )
     scorers: list[WeightedScorer] = Field(
         default_factory=list,
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '

@@ -1,0 +1,99 @@
+"""The engine's seen-document path (issue 18): features memoized per chunk, any question.
+
+Real fast_extractive (MiniLM's WordPiece, a seeded random 32-dim table: the compressors'
+conftest fixture), engines over a MemoryStore or a RedisStore whose server is down."""
+
+import asyncio
+
+import pytest
+
+from cache.features import FeatureCache
+from cache.memo import ChunkMemo
+from cache.store import MemoryStore, RedisStore
+from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.tokens import HFTokenCounter
+from proxy.engine import CompressionEngine
+from tests.support.servers import free_port
+from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
+
+DOCS = [
+    "The bridge was opened in 1932 after six years of work. It carries eight lanes of "
+    "traffic. Tourists walk across it every day. The toll was removed in 2010.",
+    "The harbour hosts ferries to the northern beaches. Ferries run every half hour. "
+    "The opera house stands nearby. Many visitors arrive by train.",
+    "Photosynthesis turns light into chemical energy. Chlorophyll absorbs mostly blue "
+    "and red light. Plants release oxygen as a by-product.",
+]
+QUESTIONS = ["When was the bridge opened?", "How often do ferries run?", "What do plants give?"]
+
+
+@pytest.fixture
+def make(static_model, minilm_path):  # noqa: F811
+    counter = HFTokenCounter(minilm_path)
+
+    def build(store=None, features=True):
+        fast = FastExtractiveCompressor(counter, model_path=static_model)
+        store = store if store is not None else MemoryStore()
+        cache = FeatureCache(store) if features else None
+        return CompressionEngine(fast, ChunkMemo(MemoryStore()), timeout=30, workers=1,
+                                 count=counter, features=cache)  # fmt: skip
+
+    return build
+
+
+def test_a_seen_chunk_with_a_new_question_computes_no_features(make):
+    async def scenario():
+        e, plain = make(), make(features=False)
+        first = await e.compress(DOCS, QUESTIONS[0], 0.4)
+        assert (first.seen, e.compressor.features_computed) == (0, 3)
+        for q in QUESTIONS[1:]:  # new questions: output memo misses, features hit
+            out = await e.compress(DOCS, q, 0.4)
+            assert (out.misses, out.seen) == (3, 3)
+            assert out.texts == (await plain.compress(DOCS, q, 0.4)).texts  # same bytes
+        assert e.compressor.features_computed == 3  # none computed again
+        again = await e.compress(DOCS, QUESTIONS[1], 0.4)  # an exact repeat: output memo
+        assert (again.hits, again.misses) == (3, 0)
+        mixed = await e.compress([DOCS[0], "A new document. It was never seen."], "When?", 0.4)
+        assert mixed.seen == 1 and e.compressor.features_computed == 4
+
+    asyncio.run(scenario())
+
+
+def test_ingest_precompute_serves_any_later_question(make):
+    async def scenario():
+        e = make()
+        assert await e.precompute(DOCS) == 3 and await e.precompute(DOCS) == 0
+        assert await e.seen_documents(DOCS) == 3
+        computed = e.compressor.features_computed
+        out = await e.compress(DOCS, QUESTIONS[2], 0.5)
+        assert out.seen == 3 and e.compressor.features_computed == computed
+
+    asyncio.run(scenario())
+
+
+def test_a_tenants_features_never_serve_another(make):
+    async def scenario():
+        store = MemoryStore()
+        e = make(store)
+        await e.compress(DOCS, QUESTIONS[0], 0.4, tenant="A")
+        assert await e.seen_documents(DOCS, "B") == 0
+        out = await e.compress(DOCS, QUESTIONS[1], 0.4, tenant="B")
+        assert out.seen == 0 and e.compressor.features_computed == 6
+        assert await e.seen_documents(DOCS, "A") == 3
+
+    asyncio.run(scenario())
+
+
+def test_redis_down_same_output_at_the_cold_cost(make):
+    async def scenario():
+        down = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.2, retry_after=60)
+        e, plain = make(down), make(features=False)
+        try:
+            out = await e.compress(DOCS, QUESTIONS[0], 0.4)
+            assert out.seen == 0 and e.compressor.features_computed == 3  # cold
+            assert out.texts == (await plain.compress(DOCS, QUESTIONS[0], 0.4)).texts
+            assert down.outage.down  # failed open, then served by the fallback
+        finally:
+            await down.aclose()
+
+    asyncio.run(scenario())
