@@ -31,7 +31,7 @@ from cache.store import KVStore
 from compressors.base import Compressor
 from proxy.components import build
 from proxy.dataplane import DataPlane
-from proxy.errors import InvalidRequest, NotFound, ProxyError
+from proxy.errors import InvalidRequest, MethodNotAllowed, NotFound, ProxyError
 from proxy.middleware.metrics import MetricsMiddleware
 from proxy.openapi import openapi_document
 from proxy.relay import ClientDisconnected
@@ -50,11 +50,18 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error_response(exc)
 
     async def http_error(_: Request, exc: Exception) -> Response:
+        """Starlette's own 4xx (404, 405) in the envelope too, never text/plain."""
         assert isinstance(exc, HTTPException)
-        err = NotFound if exc.status_code == 404 else InvalidRequest
-        wrapped = err(str(exc.detail), code="not_found" if exc.status_code == 404 else None)
-        wrapped.status = exc.status_code
-        return _error_response(wrapped)
+        if exc.status_code == 404:
+            wrapped: ProxyError = NotFound(str(exc.detail), code="not_found")
+        elif exc.status_code == 405:
+            wrapped = MethodNotAllowed(str(exc.detail))
+        else:
+            wrapped = InvalidRequest(str(exc.detail))
+            wrapped.status = exc.status_code
+        response = _error_response(wrapped)
+        response.headers.update(exc.headers or {})  # e.g. Allow on a 405
+        return response
 
     async def disconnected(_: Request, __: Exception) -> Response:
         return Response(status_code=499)  # nobody is listening any more

@@ -1,14 +1,17 @@
 """Forwarding one request, as a straight line: read → parse → stages → rank →
 exchange → respond → feed back. Pure ASGI: no framework Request object on the hot path.
 
-The pass-through routes (everything under /v1 but models and compress, /tokenize,
-/detokenize) take the same path with route "other": no parsing, no stages.
+The pass-through routes (the table in proxy/http/routes.py) take the same path with
+route "other": no parsing, no stages. The upstream path is the table's, never the
+client's bytes. The key is checked on the head, before the body is read and before
+admission: an unauthenticated or stalled client holds no admission slot (issue 23).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.admission import Admission
 from proxy.context import RequestContext
-from proxy.errors import PayloadTooLarge, ProxyError, ShuttingDown, UpstreamError
+from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError, ShuttingDown, UpstreamError
 from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline, describe_error
@@ -33,7 +36,6 @@ from proxy.upstream.transport import Transport
 from proxy.usage import UsageTap, cached_tokens, usage_from_json
 
 log = logging.getLogger("ragtrim.forward")
-UPSTREAM_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 Result = tuple[UpstreamError | None, dict[str, Any] | None]
 
 
@@ -68,13 +70,18 @@ class Forwarder:
     max_body_bytes: int
     log_prompts: bool = False
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
+                       path: str) -> None:  # fmt: skip
+        """`route` and `path` come from the route table (proxy/http/routes.py)."""
         reply = Reply(send)
         try:
-            self.admission.enter()  # before any work: shedding must be cheap
+            headers = head_headers(scope)
+            tenant = self.authenticate(headers)  # on the head: 401 before the body is read
+            raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
+            self.admission.enter()  # the body is in: a stalled client never holds a slot
             try:
-                ctx = await self._prepare(scope, receive, route)
-                await self._forward(ctx, scope, receive, reply)
+                ctx = await self._prepare(route, raw, headers, tenant)
+                await self._forward(ctx, scope, receive, reply, path)
             finally:
                 self.admission.leave()
         except ClientDisconnected:
@@ -87,26 +94,26 @@ class Forwarder:
                       exc_info=self.log_prompts)  # fmt: skip
             await reply.error(ProxyError("internal error in ragtrim"))
 
-    async def _prepare(self, scope: Scope, receive: Receive, route: str) -> RequestContext:
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
+    async def _prepare(self, route: str, raw: bytes, headers: dict[str, str],
+                       tenant: str) -> RequestContext:  # fmt: skip
         request_id = headers.get("x-request-id") or uuid.uuid4().hex
-        if route == "other":  # relayed unchanged, but never without a valid key
+        if route == "other":  # relayed unchanged (the key was checked on the head)
             ctx = RequestContext(request_id, route, raw, {}, headers)
-            ctx.tenant = self.authenticate(headers)
+            ctx.tenant = tenant
             return ctx
         ctx = RequestContext(request_id, route, raw, parse_body(raw, route), headers)
         await self.pipeline.run(ctx)
         return ctx
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
-                       reply: Reply) -> None:  # fmt: skip
+                       reply: Reply, path: str) -> None:  # fmt: skip
         other = ctx.route == "other"
         ranked = self.admission.with_room(self.router.rank(ctx, self.pool.endpoints))
         tap = None if other else UsageTap(ctx.usage_added)
-        path = _path(scope) if other else UPSTREAM_PATHS[ctx.route]
+        path = _with_query(path, scope.get("query_string") or b"") if other else path
+        headers = upstream_request_headers(scope["headers"], scope.get("client"))
         ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
-                      ctx.upstream_body(), upstream_request_headers(scope["headers"]))  # fmt: skip
+                      ctx.upstream_body(), headers)  # fmt: skip
         error: BaseException | None = None
         try:
             work = self._exchange(ctx, ex, ranked, reply, tap)
@@ -168,6 +175,18 @@ class Forwarder:
         self.feedback.observe(ctx, url, usage, ttft_ms)
 
 
-def _path(scope: Scope) -> str:
-    query = scope.get("query_string") or b""
-    return scope["path"] + ("?" + query.decode("latin-1") if query else "")
+def head_headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+_QUERY = re.compile(rb"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*")
+
+
+def _with_query(path: str, query: bytes) -> str:
+    """The table's path plus the client's query, which may hold only the characters
+    RFC 3986 §3.4 allows in a query (no `#`, no spaces, no control bytes)."""
+    if not query:
+        return path
+    if not _QUERY.fullmatch(query):
+        raise InvalidRequest("the query string holds characters a URL query may not")
+    return path + "?" + query.decode("ascii")

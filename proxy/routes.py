@@ -1,7 +1,7 @@
 """The control routes, as plain Starlette routes. The traffic routes (chat,
-completions, pass-through) never get here: proxy/dataplane.py sends them to the
-forwarder first. Handlers are closures over the components create_app built —
-nothing on app.state."""
+completions, pass-through) never get here: proxy/dataplane.py routes every request by
+the table in proxy/http/routes.py, and checks the key of the keyed ones, first.
+Handlers are closures over the components create_app built — nothing on app.state."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from proxy.components import Components
+from proxy.errors import ProxyError
 from proxy.forward import read_body
 from proxy.ingest import compress_documents
 
@@ -30,9 +31,13 @@ def build_routes(parts: Components) -> list[BaseRoute]:
     async def healthz(_: Request) -> JSONResponse:
         return JSONResponse({"status": "alive"})
 
-    async def readyz(_: Request) -> JSONResponse:
+    async def readyz(request: Request) -> JSONResponse:
+        """A bare {"ready": …} for probes; the backend URLs only to a valid key when
+        tenancy is on (they tell a tenant where the fleet is)."""
         healthy = [ep.url for ep in pool.healthy()]
-        body = {"ready": bool(healthy), "healthy": healthy, "compressor": parts.engine.state}
+        body: dict = {"ready": bool(healthy)}
+        if _may_see_details(parts, dict(request.headers)):
+            body |= {"healthy": healthy, "compressor": parts.engine.state}
         return JSONResponse(body, 200 if healthy else 503)
 
     async def metrics_endpoint(_: Request) -> Response:
@@ -45,3 +50,13 @@ def build_routes(parts: Components) -> list[BaseRoute]:
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
     ]
+
+
+def _may_see_details(parts: Components, headers: dict[str, str]) -> bool:
+    if not parts.settings.tenancy.api_keys:
+        return True
+    try:
+        parts.tenant.authenticate(headers)
+    except ProxyError:
+        return False
+    return True

@@ -16,9 +16,23 @@ _NOT_BACK = HOP_BY_HOP | SERVER_SET
 RawHeaders = list[tuple[bytes, bytes]]
 
 
-def upstream_request_headers(raw: RawHeaders) -> list[tuple[str, str]]:
-    """ASGI request headers (lower-case names) worth forwarding, hop-by-hop dropped."""
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k not in HOP_BY_HOP]
+def upstream_request_headers(
+    raw: RawHeaders, client: tuple[str, int] | list | None = None
+) -> list[tuple[str, str]]:
+    """ASGI request headers (lower-case names) worth forwarding: hop-by-hop dropped,
+    the client's address appended to X-Forwarded-For (one field, as RFC 7239 §7.4
+    describes the de-facto header: earlier hops first, this hop's client last)."""
+    out, forwarded = [], []
+    for k, v in raw:
+        if k == b"x-forwarded-for":
+            forwarded.append(v.decode("latin-1").strip())
+        elif k not in HOP_BY_HOP:
+            out.append((k.decode("latin-1"), v.decode("latin-1")))
+    if client:
+        forwarded.append(str(client[0]))
+    if forwarded:
+        out.append(("x-forwarded-for", ", ".join(f for f in forwarded if f)))
+    return out
 
 
 def client_response_headers(raw: RawHeaders) -> RawHeaders:

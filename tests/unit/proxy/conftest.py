@@ -17,9 +17,11 @@ def stub() -> Iterator[ServerThread]:
         yield server
 
 
-def wait_warm(url: str, timeout: float = 30) -> None:
+def wait_warm(url: str, timeout: float = 30, key: str = "") -> None:
+    """With tenancy on, /readyz shows its details only to a valid key."""
     deadline = time.monotonic() + timeout
-    while httpx.get(f"{url}/readyz").json()["compressor"] in ("cold", "loading"):
+    headers = {"authorization": f"Bearer {key}"} if key else {}
+    while httpx.get(f"{url}/readyz", headers=headers).json()["compressor"] in ("cold", "loading"):
         assert time.monotonic() < deadline, "compressor warm-up did not finish"
         time.sleep(0.05)
 
@@ -34,7 +36,7 @@ def make_proxy() -> Iterator[Callable[..., ServerThread]]:
             app = create_app(settings, compressor=compressor, store=store)
             server = stack.enter_context(serving(app))
             if compressor is not None:  # let its warm-up finish (it holds the worker)
-                wait_warm(server.url)
+                wait_warm(server.url, key=next(iter(settings.tenancy.api_keys), ""))
             return server
 
         yield make

@@ -45,11 +45,14 @@ def test_request_body_limit_is_413_in_the_envelope(stub, make_proxy):
     assert resp.status_code == 413 and _error(resp)["code"] == "payload_too_large"
 
 
-def test_pass_through_keeps_method_path_and_query(stub, make_proxy):
+def test_pass_through_is_relayed_and_unknown_routes_are_ragtrims_own_404(stub, make_proxy):
     proxy = make_proxy([stub.url])
+    resp = httpx.post(f"{proxy.url}/tokenize?x=1", json={"prompt": "a"})
+    assert resp.status_code == 200 and resp.json()["count"] == 3  # the backend's answer
+    assert resp.headers["x-ragtrim-backend"] == stub.url  # tenancy off: shown (auto)
     resp = httpx.get(f"{proxy.url}/v1/unknown?x=1")
-    assert resp.status_code == 404  # the backend's own answer, forwarded unchanged
-    assert resp.headers["x-ragtrim-backend"] == stub.url
+    assert resp.status_code == 404 and _error(resp)["code"] == "not_found"
+    assert "x-ragtrim-backend" not in resp.headers  # not relayed: ragtrim's own answer
 
 
 def _in_flight(proxy_url: str, backend: str) -> float:

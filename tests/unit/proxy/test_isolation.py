@@ -101,7 +101,7 @@ def scrape_everything(proxy, compressor, caplog, marker: str) -> str:
                      json=rag(marker))  # fmt: skip
     assert bad.status_code == 401
     httpx.post(f"{proxy.url}/v1/{marker}", json={"x": marker})  # a path is no metrics label
-    metrics = httpx.get(f"{proxy.url}/metrics").text
+    metrics = httpx.get(f"{proxy.url}/metrics", headers={"authorization": "Bearer key-a"}).text
     mine = threading.get_ident()  # this test's own client logs its request lines
     records = [r for r in caplog.records if r.thread != mine]
     logs = [r.getMessage() + "\n" + (r.exc_text or "") for r in records]

@@ -11,7 +11,7 @@ DOCS = ["Paris is the capital of France and its largest city.", "The Seine flows
 
 def test_pass_through_routes_need_a_valid_key(stub, make_proxy):
     proxy = make_proxy([stub.url], tenancy=TENANCY)
-    for path in ("/tokenize", "/v1/unknown"):
+    for path in ("/tokenize", "/v1/embeddings"):
         resp = httpx.post(f"{proxy.url}{path}", json={"prompt": "a"})
         assert resp.status_code == 401 and resp.json()["error"]["code"] == "invalid_api_key"
     ok = httpx.post(f"{proxy.url}/tokenize", json={"prompt": "a"},
