@@ -8,14 +8,22 @@
     ├── PayloadTooLarge     413   body above max_body_bytes
     ├── Overloaded          429   admission refused (carries Retry-After)
     ├── ShuttingDown        503   a stream cut at the drain deadline
+    ├── LocalResourceError  503   ragtrim's own sockets/buffers ran out (EMFILE, ENOBUFS):
+    │                               never counted against a backend
     └── UpstreamError             the backend side failed
-        ├── UpstreamUnavailable   502   connection refused/reset, backend 5xx before any byte
+        ├── UpstreamUnavailable   502   connection refused/reset
+        ├── UpstreamBadResponse   502   an answer ragtrim cannot vouch for: a 5xx, a 3xx,
+        │                               an unknown status, a content type that does not
+        │                               match the request (proxy/upstream/answer.py)
+        ├── UpstreamTooLarge      502   a body or SSE event above its cap
         ├── NoHealthyBackend      503   no backend is healthy / serves the model
         └── UpstreamTimeout       504   connect, first-byte, idle or total timeout
 
 Client-library exceptions never leak: `proxy.upstream.transport.upstream_errors()`
 turns them into this tree. Upstream 4xx responses are not errors here: they are
-forwarded unchanged.
+forwarded unchanged (they answer the client's request). Upstream 5xx bodies are never
+forwarded, not even vLLM's own JSON errors: their messages can quote internal paths
+and exception text; the backend's status is in the 502's message and the log.
 """
 
 from __future__ import annotations
@@ -99,6 +107,24 @@ class UpstreamError(ProxyError):
 class UpstreamUnavailable(UpstreamError):
     status, code, kind = 502, "upstream_unavailable", "unavailable"
     connect_failed = False  # True when no connection could be opened at all
+
+
+class UpstreamBadResponse(UpstreamError):
+    status, code, kind = 502, "upstream_bad_response", "bad_response"
+
+
+class UpstreamTooLarge(UpstreamError):
+    status, code, kind = 502, "upstream_response_too_large", "too_large"
+
+
+class LocalResourceError(ProxyError):
+    """ragtrim itself ran out of file descriptors, socket buffers or memory for a
+    socket: the backend is not at fault, so no failover and no ejection."""
+
+    status, type, code = 503, "server_error", "local_resources_exhausted"
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        return [(b"retry-after", b"1")]
 
 
 class NoHealthyBackend(UpstreamError):

@@ -14,7 +14,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -29,11 +29,11 @@ from proxy.protocol import parse_body
 from proxy.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router
-from proxy.settings import TimeoutSettings
+from proxy.settings import TimeoutSettings, UpstreamSettings
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders, upstream_request_headers
 from proxy.upstream.transport import Transport
-from proxy.usage import UsageTap, cached_tokens, usage_from_json
+from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
 
 log = logging.getLogger("ragtrim.forward")
 Result = tuple[UpstreamError | None, dict[str, Any] | None]
@@ -69,6 +69,7 @@ class Forwarder:
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
     log_prompts: bool = False
+    upstream: UpstreamSettings = field(default_factory=UpstreamSettings)  # response caps
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip
@@ -109,7 +110,7 @@ class Forwarder:
                        reply: Reply, path: str) -> None:  # fmt: skip
         other = ctx.route == "other"
         ranked = self.admission.with_room(self.router.rank(ctx, self.pool.endpoints))
-        tap = None if other else UsageTap(ctx.usage_added)
+        tap = None if other else UsageTap(ctx.usage_added, self.upstream.max_sse_event_bytes)
         path = _with_query(path, scope.get("query_string") or b"") if other else path
         headers = upstream_request_headers(scope["headers"], scope.get("client"))
         ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
@@ -141,17 +142,25 @@ class Forwarder:
     async def _exchange(self, ctx: RequestContext, ex: Exchange, ranked, reply: Reply,
                         tap: UsageTap | None) -> Result:  # fmt: skip
         await ex.open(ranked)
-        assert ex.response is not None
+        assert ex.response is not None and ex.endpoint is not None
+        ex.accept(None if tap is None else "sse" if ctx.stream else "json")  # else a 502
         headers = self._headers(ctx, ex)
         if ex.is_sse:
             await reply.start(ex.response.status, headers)
             error = await relay_stream(reply, ex.chunks(), tap, sse=True)
+            if tap is not None and tap.bad:
+                self.metrics.upstream_bad_usage.labels(ex.endpoint.url).inc(tap.bad)
             return error, tap.usage if tap is not None else None
-        body = await ex.read()
-        usage = usage_from_json(body) if tap is not None and ex.response.status == 200 else None
+        parts = await ex.read(self.upstream.max_response_bytes)
+        usage = None
+        if tap is not None and ex.response.status == 200:
+            raw, _ = usage_from_chunks(parts)
+            usage = sane_usage(raw)
+            if usage is None and raw is not None:  # ignored, counted: never a 500
+                self.metrics.upstream_bad_usage.labels(ex.endpoint.url).inc()
         if usage is not None:
             headers.append((b"x-ragtrim-cached-tokens", str(cached_tokens(usage)).encode()))
-        await reply.whole(ex.response.status, headers, body)
+        await reply.parts(ex.response.status, headers, parts)
         return None, usage
 
     def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:

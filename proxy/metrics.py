@@ -35,6 +35,18 @@ class Metrics:
         self.upstream_errors = Counter(
             "ragtrim_upstream_errors", "Upstream failures by kind", ["backend", "kind"], registry=r
         )
+        self.upstream_bad_responses = Counter(
+            "ragtrim_upstream_bad_responses", "Backend answers turned into a 502 (status, type)",
+            ["backend", "reason"], registry=r,
+        )  # fmt: skip
+        self.upstream_bad_usage = Counter(
+            "ragtrim_upstream_bad_usage", "Usage objects from a backend that were ignored",
+            ["backend"], registry=r,
+        )  # fmt: skip
+        self.local_resource_errors = Counter(
+            "ragtrim_local_resource_errors", "ragtrim's own resources ran out (EMFILE, ENOBUFS...)",
+            ["where"], registry=r,
+        )  # fmt: skip
         self.overloaded = Counter(
             "ragtrim_overloaded", "Requests refused with 429 by the in-flight limits", ["scope"],
             registry=r,

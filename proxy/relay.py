@@ -85,6 +85,15 @@ class Reply:
         await self.start(status, headers)
         await self.body(body, False)
 
+    async def parts(self, status: int, headers: RawHeaders, parts: list[bytes]) -> None:
+        """A whole body sent as the chunks it was read in: never joined into a second
+        copy (a non-streamed answer can be up to max_response_bytes)."""
+        headers.append((b"content-length", str(sum(map(len, parts))).encode()))
+        await self.start(status, headers)
+        for chunk in parts[:-1]:
+            await self.body(chunk, True)
+        await self.body(parts[-1] if parts else b"", False)
+
     async def error(self, exc: ProxyError, headers: RawHeaders | None = None) -> None:
         """The error in the OpenAI envelope: as the response when none has started,
         else as a final SSE event (the OpenAI SDK raises on `error`)."""

@@ -43,6 +43,22 @@ class HealthSettings(BaseModel):
     )
 
 
+class UpstreamSettings(BaseModel):
+    """Limits on what a backend may send back (proxy/upstream/answer.py, proxy/sse.py)."""
+
+    max_response_bytes: int = Field(
+        64 << 20,
+        ge=1024,
+        description="Largest non-streamed backend body relayed (bytes); above it: 502.",
+    )
+    max_sse_event_bytes: int = Field(
+        4 << 20,
+        ge=1024,
+        description="Largest SSE event held while looking for its end (bytes); above it the "
+        "stream ends with an error event.",
+    )
+
+
 class LimitSettings(BaseModel):
     max_in_flight: int = Field(
         0, ge=0, description="Requests in flight per worker before new ones get 429 (0 = no limit)."
@@ -295,6 +311,7 @@ class Settings(BaseSettings):
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(

@@ -4,6 +4,8 @@ Each round asks every backend for `/v1/models`: 200 with a model list = healthy.
 A busy backend is not a dead one: it is ejected only after `unhealthy_after`
 consecutive failed checks (or at once when it refuses connections), and every
 request it answers counts as a passed check (proxy/upstream/exchange.py).
+A check that fails for ragtrim's own reasons (no descriptors left: EMFILE...) says
+nothing about the backend and changes nothing (proxy/upstream/resources.py).
 `on_healthy` callbacks fire when a backend turns healthy (start or restart); the
 warm-up of hot prefixes hangs off that hook.
 """
@@ -19,6 +21,7 @@ import httpx
 
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.settings import HealthSettings
+from proxy.upstream.resources import local_os_error
 
 log = logging.getLogger("ragtrim.health")
 OnHealthy = Callable[[Endpoint], Awaitable[None]]
@@ -40,6 +43,10 @@ class HealthChecker:
             resp.raise_for_status()
             cards = tuple(resp.json().get("data", []))
         except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            if local_os_error(exc) is not None:
+                log.warning("health check of %s skipped: ragtrim is out of local resources "
+                            "(%s)", ep.url, exc)  # fmt: skip
+                return
             ep.failures += 1
             ep.last_error = f"{type(exc).__name__}: {exc}"
             if isinstance(exc, httpx.ConnectError):

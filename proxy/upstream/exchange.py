@@ -21,21 +21,36 @@
 - Deadlines: `first_byte` until the response headers, `idle` between two chunks,
   `total` for the whole exchange.
 - Timestamps of the first and last body chunk give TTFT and TPOT for feedback.
+- `accept` refuses answers ragtrim does not relay (answer.py: 5xx, 3xx, unknown
+  statuses, a content type that does not match the request) as a 502, counted and
+  logged; `read` holds a non-streamed body as its chunks, up to a cap (issue 23).
+- A shortage of ragtrim's own descriptors (EMFILE...) is a LocalResourceError: no
+  failover, no ejection, counted apart (resources.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from proxy.errors import ProxyError, UpstreamError, UpstreamTimeout
+from proxy.errors import (
+    LocalResourceError,
+    ProxyError,
+    UpstreamBadResponse,
+    UpstreamError,
+    UpstreamTimeout,
+    UpstreamTooLarge,
+)  # fmt: skip
 from proxy.metrics import Metrics
 from proxy.routing.endpoint import Endpoint
 from proxy.settings import TimeoutSettings
+from proxy.upstream.answer import Expect, refusal
 from proxy.upstream.headers import header_value
 from proxy.upstream.transport import Transport, UpstreamResponse, upstream_errors
 
+log = logging.getLogger("ragtrim.upstream")
 RETRY_STATUSES = frozenset({502, 503, 504})
 
 
@@ -64,6 +79,9 @@ class Exchange:
             self._take(ep)
             try:
                 response = await self._send(ep)
+            except LocalResourceError:
+                self.metrics.local_resource_errors.labels("upstream_connect").inc()
+                raise
             except UpstreamError as exc:
                 self._count_error(exc)
                 self._give_back()
@@ -116,16 +134,31 @@ class Exchange:
                 self.first_chunk_at = self.last_chunk_at
             yield chunk
 
-    async def read(self) -> bytes:
-        """The whole body, under the total deadline."""
+    async def read(self, limit: int) -> list[bytes]:
+        """The whole body as its chunks (never joined: one copy in memory), under the
+        idle and total deadlines; more than `limit` bytes is a 502."""
+        assert self.endpoint is not None
+        parts, size = [], 0
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size > limit:
+                raise UpstreamTooLarge(f"backend sent a body over {limit} bytes")
+            parts.append(chunk)
+        return parts
+
+    def accept(self, expect: Expect) -> None:
+        """Raise a 502 for an answer ragtrim does not relay (answer.py); counted and
+        logged with the backend's status and content type, its body never read."""
         assert self.response is not None and self.endpoint is not None
-        remaining = self.sent_at + self.timeouts.total - time.perf_counter()
-        with upstream_errors(self.endpoint.url, "reading the body"):
-            async with asyncio.timeout(max(0.0, remaining)):
-                body = await self.response.read()
-        self.first_chunk_at = self.last_chunk_at = time.perf_counter()
-        self._complete = True
-        return body
+        ctype = header_value(self.response.headers, b"content-type")
+        verdict = refusal(self.response.status, ctype, expect)
+        if verdict is None:
+            return
+        reason, message = verdict
+        self.metrics.upstream_bad_responses.labels(self.endpoint.url, reason).inc()
+        log.warning("backend %s answered HTTP %s (%s, expected %s): a 502 to the client",
+                    self.endpoint.url, self.response.status, ctype[:64], expect)  # fmt: skip
+        raise UpstreamBadResponse(message)
 
     def ttft_ms(self) -> float | None:
         return (self.first_chunk_at - self.sent_at) * 1000 if self.first_chunk_at else None

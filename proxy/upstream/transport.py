@@ -16,14 +16,16 @@ Tests may pass any object with the same `send`/`aclose` (see tests/unit/proxy).
 
 from __future__ import annotations
 
+import errno
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
 import aiohttp
 
-from proxy.errors import UpstreamTimeout, UpstreamUnavailable
+from proxy.errors import LocalResourceError, UpstreamTimeout, UpstreamUnavailable
 from proxy.upstream.headers import RawHeaders, client_response_headers
+from proxy.upstream.resources import local_os_error
 
 _SKIP_AUTO = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
@@ -52,16 +54,21 @@ class Transport(Protocol):
 @contextmanager
 def upstream_errors(backend: str, phase: str) -> Iterator[None]:
     """Lower-layer failures talking to `backend` become the ProxyError tree; nothing
-    from aiohttp or the socket layer leaks past this."""
+    from aiohttp or the socket layer leaks past this. A shortage of ragtrim's own
+    descriptors or buffers is not the backend's failure (resources.py)."""
     try:
         yield
     except TimeoutError as exc:
         raise UpstreamTimeout(f"backend {backend} timed out ({phase})") from exc
-    except aiohttp.ClientConnectorError as exc:
-        err = UpstreamUnavailable(f"backend {backend} refused the connection ({phase})")
-        err.connect_failed = True
-        raise err from exc
     except (aiohttp.ClientError, OSError) as exc:
+        local = local_os_error(exc)
+        if local is not None:
+            name = errno.errorcode.get(local.errno or 0, "?")
+            raise LocalResourceError(f"ragtrim is out of local resources ({name})") from exc
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            err = UpstreamUnavailable(f"backend {backend} refused the connection ({phase})")
+            err.connect_failed = True
+            raise err from exc
         raise UpstreamUnavailable(
             f"backend {backend} failed ({phase}): {type(exc).__name__}"
         ) from exc

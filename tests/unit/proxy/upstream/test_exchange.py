@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from proxy.errors import UpstreamTimeout, UpstreamUnavailable
+from proxy.errors import UpstreamBadResponse, UpstreamTimeout, UpstreamTooLarge, UpstreamUnavailable
 from proxy.metrics import Metrics
 from proxy.routing.endpoint import Endpoint
 from proxy.settings import TimeoutSettings
@@ -69,7 +69,7 @@ async def test_in_flight_slot_is_taken_before_sending_and_released_on_close():
     ex, pool, transport = _make({"http://a": answer})
     await ex.open(pool)
     assert transport.seen == [("http://a/v1/chat/completions", [1, 0])]
-    assert await ex.read() == b"{}"
+    assert await ex.read(1024) == [b"{}"]
     await ex.close(None)
     assert [ep.in_flight for ep in pool] == [0, 0]
     assert answer.released and not answer.aborted
@@ -132,3 +132,38 @@ async def test_ttft_and_tpot_come_from_the_chunk_times():
     assert ex.ttft_ms() >= 15
     assert 0.005 <= ex.tpot_s(completion_tokens=3) <= 0.5
     assert ex.tpot_s(completion_tokens=1) is None
+
+
+async def test_a_body_over_the_cap_is_refused_while_reading_never_held_whole():
+    answer = Scripted(sse=False, chunks=(b"x" * 600, b"x" * 600, b"never read"))
+    ex, pool, _ = _make({"http://a": answer})
+    await ex.open(pool)
+    with pytest.raises(UpstreamTooLarge):
+        await ex.read(1000)
+    await ex.close(UpstreamTooLarge("big"))
+    assert answer.aborted and pool[0].in_flight == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "sse", "expect"),
+    [(500, False, "json"), (307, False, "json"), (999, False, "json"), (200, False, "sse"),
+     (200, True, "json"), (502, False, None)],
+)  # fmt: skip
+async def test_answers_ragtrim_does_not_relay_are_refused_and_counted(status, sse, expect):
+    ex, pool, _ = _make({"http://a": Scripted(status=status, sse=sse)})
+    ex.metrics = metrics = Metrics()
+    await ex.open(pool[:1])
+    with pytest.raises(UpstreamBadResponse):
+        ex.accept(expect)
+    assert sum(s.value for m in metrics.upstream_bad_responses.collect() for s in m.samples
+               if s.name.endswith("_total")) == 1  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("status", "sse", "expect"),
+    [(200, True, "sse"), (200, False, "json"), (429, False, "sse"), (200, True, None)],
+)
+async def test_answers_ragtrim_relays_pass(status, sse, expect):
+    ex, pool, _ = _make({"http://a": Scripted(status=status, sse=sse)})
+    await ex.open(pool[:1])
+    ex.accept(expect)
