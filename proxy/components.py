@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 
@@ -138,7 +139,9 @@ def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
     """The compressor's own cost prior decides until its start-up measurement lands."""
     return CostGate(c.policy, prior_ms_per_1k=compressor.prior_ms_per_1k,
                     min_context_tokens=c.min_context_tokens,
-                    max_added_ms=c.max_added_ms)  # fmt: skip
+                    max_added_ms=c.max_added_ms,
+                    prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
+                    cores=len(os.sched_getaffinity(0)))  # fmt: skip
 
 
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,

@@ -71,7 +71,6 @@ class CompressionEngine:
                  count: TokenCounter | None = None,
                  features: FeatureCache | None = None):  # fmt: skip
         self.compressor = compressor
-        # per-chunk question-independent features (issue 18); None: not memoized
         featured = features is not None and isinstance(compressor, FeatureCompressor)
         self.features = FeaturePath(compressor, features) if featured else None
         self.count = count
@@ -155,7 +154,7 @@ class CompressionEngine:
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
-        in_flight = self._running + 1
+        in_flight = self._running + 1  # this one included
         if missing:
             fresh = await self._fresh([documents[i] for i in missing], question, rate, timing,
                                       tenant)  # fmt: skip
@@ -179,22 +178,18 @@ class CompressionEngine:
             in_flight=in_flight,
         )
 
+    def in_flight(self) -> int:  # compressions a new one would share the CPUs with, itself too
+        return self._running + 1
+
     async def seen_documents(self, documents: Sequence[str], tenant: str = "") -> int:
         """How many of `documents` have memoized features (the gate prices them cheap)."""
         return await self.features.seen(documents, tenant) if self.features else 0
 
     async def precompute(self, documents: Sequence[str], tenant: str = "") -> int:
-        """Store the features of the unseen `documents` (ingest: any later question
-        finds them seen); how many were new."""
+        """Store unseen `documents`' features (ingest; any question finds them seen)."""
         if self.features is None:
             return 0
-        blobs = await self.features.fetch(documents, tenant)
-        new = [d for d, b in zip(documents, blobs, strict=True) if b is None]
-        if new:
-            job = self._pool.submit(self.features.compute, new)
-            fresh = await asyncio.wait_for(asyncio.wrap_future(job), self.timeout)
-            await self.features.keep(new, fresh, [None] * len(new), tenant)
-        return len(new)
+        return await self.features.precompute(documents, tenant, self._pool, self.timeout)
 
     async def _fresh(self, documents: list[str], question: str, rate: float,
                      timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
@@ -214,10 +209,9 @@ class CompressionEngine:
         if blobs is None or self.features is None:
             budget = self._budget(documents, rate)
             return self.compressor.compress(documents, question=question, budget=budget)
-        feats = self.features.features(documents, blobs)
-        budget = self._budget(documents, rate, [f.tokens for f in feats])
-        return self.compressor.compress_features(documents, feats, question=question,
-                                                 budget=budget)  # fmt: skip
+        return self.features.compress(
+            documents, question, blobs, lambda tokens: self._budget(documents, rate, tokens)
+        )
 
     async def _run(self, documents: list[str], question: str, rate: float,
                    timing: dict[str, float] | None = None,

@@ -10,7 +10,9 @@ a few `np.frombuffer` views, done in the worker with the rest of the work.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 
 from cache.features import FeatureCache
 from compressors.features import ChunkFeatures, FeatureCompressor, decode, encode
@@ -35,6 +37,17 @@ class FeaturePath:
                if b is not None and b is not old}  # fmt: skip
         await self.cache.put_many(self.fingerprint, new, tenant)
 
+    async def precompute(self, documents: Sequence[str], tenant: str, pool: Executor,
+                         timeout: float) -> int:  # fmt: skip
+        """Compute (in `pool`) and store the features of the unseen `documents`."""
+        blobs = await self.fetch(documents, tenant)
+        new = [d for d, b in zip(documents, blobs, strict=True) if b is None]
+        if new:
+            job = pool.submit(self.compute, new)
+            fresh = await asyncio.wait_for(asyncio.wrap_future(job), timeout)
+            await self.keep(new, fresh, [None] * len(new), tenant)
+        return len(new)
+
     def compute(self, documents: Sequence[str]) -> list[bytes]:
         """In a worker: the document part of each, encoded (ingest-time precompute)."""
         return [encode(self.compressor.document_features(d)) for d in documents]
@@ -50,3 +63,12 @@ class FeaturePath:
                 blobs[i] = encode(f)
             out.append(f)
         return out
+
+    def compress(self, documents: Sequence[str], question: str, blobs: list[bytes | None],
+                 budget_for: Callable[[list[int]], object]):  # fmt: skip
+        """In a worker: the request part over the features (the budget from their token
+        counts: a seen document is not tokenized again)."""
+        feats = self.features(documents, blobs)
+        budget = budget_for([f.tokens for f in feats])
+        return self.compressor.compress_features(documents, feats, question=question,
+                                                 budget=budget)  # fmt: skip

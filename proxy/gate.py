@@ -20,6 +20,12 @@ Decision for `auto`: compress at the requested rate when
     cost   = wait_ms + uncached_context_tokens × compressor_ms_per_token
     saved > cost  and  cost ≤ max_added_ms  and  context_tokens ≥ min_context_tokens.
 (no wait when every document is in the memo: no worker is needed).
+The cost prices the request's real mix (issue 18): of the memo misses, documents whose
+features are memoized (`seen_docs`) cost the seen rate (measured on all-seen jobs;
+until then the compressor's `prior_seen_ms_per_1k`), the others the cold rate; and
+contention: the cost is times max(1, compressions in flight / cores) (measured: 4
+concurrent compressions on 2 cores each took twice their solo time), and samples are
+divided by the contention they ran under, so the rates stay solo rates.
 
 Under a queue (`BackendQueue`): when the backend has requests waiting, a removed
 prompt token saves its own prefill time and as much again for every request queued
@@ -131,7 +137,8 @@ class CostGate:
     (`compressor.prior_ms_per_1k`: the compressor knows its cost)."""
 
     def __init__(self, policy: str, *, prior_ms_per_1k: float, min_context_tokens: int,
-                 max_added_ms: float, prior_prefill_ms_per_token: float | None = None):  # fmt: skip
+                 max_added_ms: float, prior_prefill_ms_per_token: float | None = None,
+                 prior_seen_ms_per_1k: float | None = None, cores: int = 1):  # fmt: skip
         self.policy = policy
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
@@ -139,6 +146,12 @@ class CostGate:
         self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
         self.compressor_prior = prior_ms_per_1k / 1000
+        # issue 18: documents with memoized features cost their own (measured) rate, and
+        # every cost is scaled by the compressions in flight per core (contention)
+        self.seen_cost = RobustRate()
+        seen_prior = prior_ms_per_1k / 10 if prior_seen_ms_per_1k is None else prior_seen_ms_per_1k
+        self.seen_prior = seen_prior / 1000
+        self.cores = max(1, cores)
         self.queue = BackendQueue()
 
     # feedback -----------------------------------------------------------------
@@ -146,10 +159,20 @@ class CostGate:
         self.prefill.setdefault(backend, PrefillLaw()).add(ttft_ms, uncached_tokens)
 
     def observe_compression(self, outcome) -> None:
+        """Learn the solo cost per token: the worker time divided by the contention the
+        job ran under; all-seen and all-unseen jobs teach their own rate (a mix teaches
+        neither: its split is unknown)."""
         if outcome.misses and outcome.tokens_before:
             cold_tokens = outcome.tokens_before * outcome.misses / (outcome.hits + outcome.misses)
             work_ms = getattr(outcome, "work_ms", None)
-            self.compress_cost.add(outcome.ms if work_ms is None else work_ms, round(cold_tokens))
+            ms = (outcome.ms if work_ms is None else work_ms) / self.contention(
+                getattr(outcome, "in_flight", 1)
+            )
+            seen = getattr(outcome, "seen", 0)
+            if seen == 0:
+                self.compress_cost.add(ms, round(cold_tokens))
+            elif seen == outcome.misses:
+                self.seen_cost.add(ms, round(cold_tokens))
 
     def observe_queue(self, backend: str, waiting: float, running: float) -> None:
         self.queue.observe(backend, waiting, running)
@@ -163,9 +186,33 @@ class CostGate:
         measured = self.compress_cost.value()
         return self.compressor_prior if measured is None else measured
 
+    def seen_ms_per_token(self) -> float:
+        """Per token of a document whose features are memoized (never above cold)."""
+        measured = self.seen_cost.value()
+        seen = self.seen_prior if measured is None else measured
+        return min(seen, self.compressor_ms_per_token())
+
+    def contention(self, in_flight: float) -> float:
+        """How much slower a compression runs with `in_flight` of them (itself included)
+        on `cores` cores: 4 on 2 cores each took twice its solo time (issue 18)."""
+        return max(1.0, in_flight / self.cores)
+
+    def work_ms(self, context_tokens: int, cached_docs: int, seen_docs: int, total_docs: int,
+                in_flight: float = 1) -> float:  # fmt: skip
+        """The request's real mix: memo hits cost nothing, seen documents the seen rate,
+        the rest the cold rate; all of it times the contention."""
+        if not total_docs:
+            return 0.0
+        per_doc = context_tokens / total_docs
+        unseen = max(0, total_docs - cached_docs - seen_docs)
+        seen = min(seen_docs, total_docs - cached_docs)
+        ms = per_doc * (unseen * self.compressor_ms_per_token() + seen * self.seen_ms_per_token())
+        return ms * self.contention(in_flight)
+
     # the decision -------------------------------------------------------------
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
-               wait_ms: float = 0.0) -> Decision:  # fmt: skip
+               wait_ms: float = 0.0, seen_docs: int = 0,
+               in_flight: float = 1) -> Decision:  # fmt: skip
         if self.policy == "never":
             return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":
@@ -173,7 +220,8 @@ class CostGate:
         if context_tokens < self.min_context_tokens:
             return Decision("skip", None, f"skip:short-context({context_tokens})")
         cold = context_tokens * (1 - cached_docs / total_docs) if total_docs else 0
-        cost = cold * self.compressor_ms_per_token() + (wait_ms if cold else 0.0)
+        work = self.work_ms(context_tokens, cached_docs, seen_docs, total_docs, in_flight)
+        cost = work + (wait_ms if cold else 0.0)
         prefill = self.prefill_ms_per_token()
         if prefill is None:
             if cold == 0:

@@ -68,8 +68,10 @@ class CompressStage:
             self.chars_per_token.value() or CHARS_PER_TOKEN
         )
         wait = self.engine.expected_wait_ms(per_char)
+        seen = await self._seen(texts, found, ctx.tenant)
         decision = self.gate.decide(context_tokens=tokens, cached_docs=hits,
-                                    total_docs=len(texts), rate=rate, wait_ms=wait)  # fmt: skip
+                                    total_docs=len(texts), rate=rate, wait_ms=wait,
+                                    seen_docs=seen, in_flight=self.engine.in_flight())  # fmt: skip
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
@@ -87,6 +89,12 @@ class CompressStage:
         self.gate.observe_compression(outcome)
         self.chars_per_token.add(sum(len(t) for t in texts), outcome.tokens_before)
         return outcome
+
+    async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
+        """Output-memo misses whose features are memoized: the gate prices them at the
+        seen rate (issue 18)."""
+        misses = [t for t, e in zip(texts, found, strict=True) if e is None]
+        return await self.engine.seen_documents(misses, tenant) if misses else 0
 
     def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
         ctx.response_headers.update({
