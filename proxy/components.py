@@ -26,6 +26,7 @@ from proxy.engine import CompressionEngine
 from proxy.feedback import Feedback
 from proxy.forward import Forwarder
 from proxy.gate import CostGate
+from proxy.ingest import Ingest
 from proxy.metrics import Metrics
 from proxy.pipeline import Pipeline, Stage
 from proxy.prefill import PrefillScraper
@@ -62,6 +63,7 @@ class Components:
     forwarder: Forwarder
     transport: Transport
     tenant: TenantStage
+    ingest: Ingest
     discovery: Discovery | None = None
     _warming: asyncio.Task[None] | None = None
 
@@ -147,11 +149,13 @@ def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
                 gate: CostGate, metrics: Metrics) -> list[Stage]:  # fmt: skip
     c = settings.compression
+    segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
+    rate = c.rate if c.enabled else None
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
-        SegmentStage(Segmenter(c.patterns)),
-        CompressStage(engine, gate, metrics, c.rate if c.enabled else None, settings.log_prompts),
+        SegmentStage(segmenter, c.limits),
+        CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits),
         CanonicalizeStage(settings.canonical, metrics),
         UsageStage(),
     ]
@@ -213,5 +217,5 @@ def build(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant,
-        discovery=discovery,
+        ingest=Ingest(engine, c.rate, c.limits), discovery=discovery,
     )  # fmt: skip

@@ -12,7 +12,6 @@ from starlette.routing import BaseRoute, Route
 from proxy.components import Components
 from proxy.errors import ProxyError
 from proxy.forward import read_body
-from proxy.ingest import compress_documents
 
 
 def build_routes(parts: Components) -> list[BaseRoute]:
@@ -21,9 +20,9 @@ def build_routes(parts: Components) -> list[BaseRoute]:
     async def compress(request: Request) -> JSONResponse:
         tenant = parts.tenant.authenticate(dict(request.headers))  # 401 before any work
         declared = request.headers.get("content-length")
-        raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
-        rate = parts.settings.compression.rate
-        return JSONResponse(await compress_documents(parts.engine, raw, rate, tenant))
+        with parts.ingest.slot(tenant):  # 429 before the body is read (proxy/ingest.py)
+            raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
+            return JSONResponse(await parts.ingest.compress(raw, tenant))
 
     async def models(_: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": pool.model_cards()})

@@ -83,6 +83,35 @@ class DiscoverySettings(BaseModel):
     )
 
 
+class CompressionLimitSettings(BaseModel):
+    """Bounds on the work one request's context can cause (issue 23): every step that
+    grows with the context (locating documents, segmentation, patterns, protected spans,
+    the compressor) is linear, and these caps bound its size. Documents named in the
+    request's `ragtrim` field or sent to /v1/compress beyond them are refused (400 too
+    many, 413 too long); a context found by a recogniser beyond them is forwarded
+    uncompressed (`x-ragtrim-decision: skip:limits`)."""
+
+    max_documents: int = Field(256, ge=1, description="Most context documents per request.")
+    max_document_chars: int = Field(
+        262_144, ge=1, description="Most characters in one context document."
+    )
+    max_request_chars: int = Field(
+        1_048_576, ge=1, description="Most characters of context documents per request, in all."
+    )
+    pattern_timeout_ms: float = Field(
+        50.0, gt=0, description="Time limit of the operator `patterns` on one request."
+    )
+    offload_bytes: int = Field(
+        65_536,
+        ge=0,
+        description="Request bodies larger than this (bytes) are segmented in a worker thread "
+        "(smaller ones on the event loop, where a thread hop would cost more than the work).",
+    )
+    ingest_concurrency: int = Field(
+        2, ge=1, description="/v1/compress requests in flight per tenant (429 beyond)."
+    )
+
+
 class CompressionSettings(BaseModel):
     enabled: bool = Field(True, description="Find and compress retrieved context.")
     compressor: str = Field(
@@ -135,6 +164,7 @@ class CompressionSettings(BaseModel):
     prefill_scrape_interval: float = Field(
         0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
     )
+    limits: CompressionLimitSettings = Field(default_factory=CompressionLimitSettings)
 
 
 class CanonicalSettings(BaseModel):
@@ -284,6 +314,26 @@ class HttpSettings(BaseModel):
     )
 
 
+class StoreSettings(BaseModel):
+    """Bounded memory in the stores (issue 23: unique 1 MB system prompts grew RSS by
+    380 MB and kept it; the Redis prefix hashes and hot set never expired)."""
+
+    memory_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1024,
+        description="Bytes the in-process store may hold (keys, values, hashes, sorted sets; "
+        "least recently used go first). Also the Redis store's outage fallback.",
+    )
+    prefix_ttl: float = Field(
+        7 * 24 * 3600,
+        gt=0,
+        description="Seconds a prefix's statistics live after its last request.",
+    )
+    hot_prefixes: int = Field(
+        1024, ge=1, description="Prefixes the hot set keeps (warm-up reads its top N)."
+    )
+
+
 class WarmupSettings(BaseModel):
     enabled: bool = Field(True, description="Replay hot prefixes to a replica turning healthy.")
     top_n: int = Field(16, ge=0, description="How many hot prefixes to replay.")
@@ -318,6 +368,7 @@ class Settings(BaseSettings):
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."
     )
     redis_url: str = Field("", description="Redis URL for shared state; empty = in-process store.")
+    store: StoreSettings = Field(default_factory=StoreSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     canonical: CanonicalSettings = Field(default_factory=CanonicalSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)

@@ -14,6 +14,12 @@ steer it through an extra body field (ragtrim forwards unknown fields unchanged)
 requests started, finished, and were aborted by the client (the proxy closing
 its upstream connection); POST /stub/reset clears it (and the prefix cache).
 
+GET /stub/requests lists what each completion request carried, as the backend saw
+it (the last `RECORDS` of them): its `stub.tag` (a client's own label, forwarded by
+ragtrim unchanged), its `cache_salt`, and the characters of each message (or of the
+prompt). bench.abuse checks with it that no tenant's request reached the backend
+under another tenant's salt, and that no context arrived empty.
+
 By default it answers at once with fixed usage (5 prompt tokens). With a
 `PrefillSim` (prefill_sim.py) it behaves like a GPU-speed vLLM instead: the first
 token waits `base + per_token × uncached prompt tokens`, a 16-token-block prefix
@@ -31,11 +37,33 @@ import argparse
 import asyncio
 import json
 import sys
+from collections import deque
 
 from prefill_sim import PrefillSim
 
 MODEL = "stub-model"
 FIXED_USAGE = (5, 0)  # prompt tokens, cached tokens without a PrefillSim
+RECORDS = 100_000  # completion requests remembered for GET /stub/requests
+
+
+def _chars(content) -> int:
+    """Characters of a message's content: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(p.get("text") or "") for p in content if isinstance(p, dict))
+    return 0
+
+
+def record_of(req: dict, path: str) -> dict:
+    messages = req.get("messages")
+    if isinstance(messages, list):
+        sizes = [_chars(m.get("content")) for m in messages if isinstance(m, dict)]
+    else:
+        sizes = [_chars(req.get("prompt"))]
+    stub = req.get("stub") if isinstance(req.get("stub"), dict) else {}
+    return {"path": path, "tag": stub.get("tag"), "cache_salt": req.get("cache_salt"),
+            "chars": sizes}  # fmt: skip
 
 
 def _usage(prompt: int, cached: int, completion: int) -> dict:
@@ -67,6 +95,7 @@ class StubVllm:
         self.prefill = prefill
         self.root = root
         self.stats = {"started": 0, "finished": 0, "aborted": 0}
+        self.requests: deque[dict] = deque(maxlen=RECORDS)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -82,8 +111,9 @@ class StubVllm:
                 break
         path = scope["path"]
         if path in ("/v1/chat/completions", "/v1/completions"):
-            await self._complete(json.loads(body or b"{}"), path.endswith("chat/completions"),
-                                 receive, send)  # fmt: skip
+            req = json.loads(body or b"{}")
+            self.requests.append(record_of(req, path))
+            await self._complete(req, path.endswith("chat/completions"), receive, send)
         elif path == "/v1/models":
             root = {"root": self.root} if self.root else {}
             card = {"id": self.model, "object": "model", **root}
@@ -92,8 +122,11 @@ class StubVllm:
             await _text(send, self.prefill.metrics_text(self.model))
         elif path == "/stub/stats":
             await _json(send, 200, self.stats)
+        elif path == "/stub/requests":
+            await _json(send, 200, {"requests": list(self.requests)})
         elif path == "/stub/reset":
             self.stats.update(started=0, finished=0, aborted=0)
+            self.requests.clear()
             if self.prefill is not None:
                 self.prefill.reset()
             await _json(send, 200, self.stats)
