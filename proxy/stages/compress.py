@@ -103,6 +103,7 @@ class CompressStage:
             "x-ragtrim-tokens-after": str(outcome.tokens_after),
             "x-ragtrim-compress-ms": f"{outcome.ms:.1f}",
             "x-ragtrim-cache-hits": f"{outcome.hits}/{outcome.hits + outcome.misses}",
+            "x-ragtrim-features-seen": f"{outcome.seen}/{outcome.misses}",  # issue 18
         })  # fmt: skip
         m = self.metrics
         m.compress_tokens.labels("before").inc(outcome.tokens_before)
