@@ -4,7 +4,9 @@ Two limits, both off by default (vLLM queues requests itself; the limits are for
 fleet that prefers shedding to queueing, e.g. behind a load balancer that retries
 elsewhere):
 - `max_in_flight`: requests in flight in this worker, counted from the moment the
-  body is read to the last byte relayed;
+  body is read to the last byte relayed. The key is checked on the head and the body
+  read before a slot is taken (proxy/forward.py), so an unauthenticated client, or one
+  that stalls its body until http.body_timeout cuts it, never holds one (issue 23);
 - `max_in_flight_per_backend`: a backend at its limit is filtered out of the
   candidates; when every candidate is full the request gets 429.
 """

@@ -29,6 +29,7 @@ import socket
 import time
 from typing import Any
 
+from proxy.http.protocol import edge_protocol
 from proxy.settings import Settings
 
 log = logging.getLogger("ragtrim.workers")
@@ -47,9 +48,12 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """httptools with ragtrim's limits on heads, bodies and connections (proxy/http)."""
     return {
         "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
-        "server_header": False, "date_header": True, "loop": "uvloop", "http": "httptools",
+        "server_header": False, "date_header": True, "loop": "uvloop",
+        "http": edge_protocol(settings.http),
+        "timeout_keep_alive": settings.http.keep_alive_timeout,
         "timeout_graceful_shutdown": settings.timeouts.drain,
     }  # fmt: skip
 
