@@ -24,6 +24,10 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 
+import regex
+
+from compressors.deadline import check
+
 Span = tuple[int, int]
 
 _MONTH = (
@@ -57,6 +61,15 @@ _PATTERNS: dict[str, str] = {
 _FLAGS = {"code": re.DOTALL, "negation": re.IGNORECASE, "date": re.IGNORECASE}
 KINDS: tuple[str, ...] = ("code", "json", "url", "citation", "date", "number", "negation")
 MAX_JSON_CHARS = 20_000
+JSON_WORK_FACTOR = 4  # characters scanned for JSON, per character of text (json_spans)
+EXTRA_PATTERN_TIMEOUT_S = 0.05
+
+
+class PatternTimeout(Exception):  # noqa: N818 - reads as what happened
+    """An operator's protect pattern ran past EXTRA_PATTERN_TIMEOUT_S on one text."""
+
+
+_JSON_TOKEN = re.compile(r'[{}"\\]')
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -78,30 +91,44 @@ def overlaps(spans: Sequence[Span], start: int, end: int) -> bool:
     return i + 1 < len(spans) and spans[i + 1][0] < end
 
 
-def _json_end(text: str, start: int) -> int | None:
-    """End of the balanced {...} opening at `start` (strings respected), or None."""
-    depth, in_string, escaped = 0, False, False
+def _json_end(text: str, start: int) -> tuple[int | None, int]:
+    """End of the balanced {...} opening at `start` (strings respected), or None; and
+    how many characters the scan covered. The scan jumps from one brace, quote or
+    backslash to the next (a regex in C), not character by character."""
+    depth, in_string, skip = 0, False, -1
     stop = min(len(text), start + MAX_JSON_CHARS)
-    for i in range(start, stop):
-        ch = text[i]
+    for m in _JSON_TOKEN.finditer(text, start, stop):
+        i, ch = m.start(), m.group()
+        if i == skip:  # the character after a backslash inside a string
+            continue
         if in_string:
-            escaped = not escaped and ch == "\\"
-            in_string = escaped or ch != '"'
+            if ch == "\\":
+                skip = i + 1
+            in_string = ch != '"'
         elif ch == '"':
             in_string = True
-        elif ch in "{}":
+        elif ch != "\\":
             depth += 1 if ch == "{" else -1
             if depth == 0:
-                return i + 1
-    return None
+                return i + 1, i + 1 - start
+    return None, stop - start
 
 
 def json_spans(text: str) -> list[Span]:
-    """Inline JSON objects: balanced {...} that `json.loads` accepts."""
+    """Inline JSON objects: balanced {...} that `json.loads` accepts.
+
+    Linear in `len(text)`: every candidate `{` scans up to MAX_JSON_CHARS, so 20k
+    unbalanced `{` cost 20k × 20k steps (33 s, issue 23). The characters scanned and
+    parsed over all candidates are therefore capped at JSON_WORK_FACTOR × len(text)
+    (+ one object); past that cap no more JSON is looked for (text left unprotected
+    is still kept or dropped whole by sentence, never garbled).
+    """
     spans: list[Span] = []
+    left = JSON_WORK_FACTOR * len(text) + MAX_JSON_CHARS
     i = text.find("{")
-    while i >= 0:
-        end = _json_end(text, i)
+    while i >= 0 and left > 0:
+        end, scanned = _json_end(text, i)
+        left -= scanned
         if end is not None and _parses(text[i:end]):
             spans.append((i, end))
             i = text.find("{", end)
@@ -126,19 +153,36 @@ class Protector:
         if unknown:
             raise ValueError(f"unknown protected kinds {sorted(unknown)}; known: {KINDS}")
         self.extra_patterns = tuple(extra_patterns)
-        flags = re.IGNORECASE | re.MULTILINE
         self._regexes = tuple(
             re.compile(_PATTERNS[kind], _FLAGS.get(kind, 0))
             for kind in self.kinds
             if kind != "json"
-        ) + tuple(re.compile(pattern, flags) for pattern in self.extra_patterns)
+        )
+        flags = regex.IGNORECASE | regex.MULTILINE | regex.VERSION0
+        self._extra = tuple(regex.compile(pattern, flags) for pattern in self.extra_patterns)
 
     def spans(self, text: str) -> list[Span]:
-        """Sorted, merged protected spans of `text`."""
+        """Sorted, merged protected spans of `text`.
+
+        The built-in kinds are linear (tests/unit/compressors/test_protect.py times them
+        on hostile text). The operator's `extra_patterns` may not be (`(a+)+$`
+        backtracks without limit), so they run on the `regex` engine with a time limit
+        of EXTRA_PATTERN_TIMEOUT_S per text: past it, PatternTimeout fails the
+        compression open (the original is forwarded; nothing meant to be protected is
+        dropped)."""
+        check()
         found: list[Span] = [m.span() for rx in self._regexes for m in rx.finditer(text)]
+        found += self._extra_spans(text)
         if "json" in self.kinds and "{" in text:
             found.extend(json_spans(text))
         return merge_spans(found)
+
+    def _extra_spans(self, text: str) -> list[Span]:
+        try:
+            return [m.span() for rx in self._extra
+                    for m in rx.finditer(text, timeout=EXTRA_PATTERN_TIMEOUT_S)]  # fmt: skip
+        except TimeoutError as exc:
+            raise PatternTimeout("a protect pattern ran past its time limit") from exc
 
     def fingerprint(self) -> str:
         extra = hashlib.sha256("\x00".join(self.extra_patterns).encode()).hexdigest()[:12]

@@ -9,11 +9,19 @@ budget is filled as far as whole sentences allow.
   a relevant document keeps more than a distractor;
 - `per_document_keep`: `rate × tokens(document)` each, and at least `min_sentences` per
   non-empty document even when its best sentence alone is over budget.
+
+Never empty: when no sentence fits the pooled budget (one long sentence, a small
+target), the best one is kept anyway, over budget. Dropping everything handed vLLM the
+question alone: a 1,440-character Chinese document, one "sentence" then, compressed to
+0 tokens (issue 23). Sentence splitting bounds the overshoot (sentences.py: no unit
+but an atomic span is longer than `max_chars`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from compressors.deadline import check
 
 Ranked = list[tuple[float, int, int]]
 
@@ -37,10 +45,16 @@ def _flags(kept: set[tuple[int, int]], counts: Sequence[Sequence[int]]) -> list[
 
 
 def pooled_keep(scores, counts, limit: float) -> list[list[bool]]:
-    return _flags(fill(ranked(scores, range(len(counts))), counts, limit), counts)
+    check()
+    order = ranked(scores, range(len(counts)))
+    kept = fill(order, counts, limit)
+    if not kept and order:
+        kept = {(order[0][1], order[0][2])}
+    return _flags(kept, counts)
 
 
 def per_document_keep(scores, counts, before, rate: float, min_sentences: int):
+    check()
     kept: set[tuple[int, int]] = set()
     for doc in range(len(counts)):
         order = ranked(scores, [doc])

@@ -5,8 +5,18 @@ cover every non-whitespace character. A sentence ends after . ! ? or … (plus c
 quotes or brackets) when whitespace and a character that is not a lowercase letter
 follow — except after common abbreviations and single-letter initials — and at a line
 break unless the next line goes on in lowercase (a blank line always ends one). No
-boundary falls inside an `atomic` span (code blocks, JSON, URLs: see protect.py). A
-sentence longer than `max_chars` is cut at whitespace.
+boundary falls inside an `atomic` span (code blocks, JSON, URLs: see protect.py).
+
+Scripts written without spaces or without Latin punctuation are split too (issue 23:
+a 1,440-character Chinese document was one "sentence", over any budget, so all of it
+was dropped): a sentence also ends after CJK, Devanagari, Arabic, Ethiopic, Burmese,
+Tibetan and Armenian full stops (。！？ । ؟ ۔ ። ။ ། ։, closing quotes or brackets
+included) with or without whitespace after, and at a space between two Thai
+characters (Thai marks a sentence or clause end with a space). A sentence longer than
+`max_chars` is cut at its last whitespace within `max_chars`; a window without any
+(a run of CJK without punctuation, base64, a hash) is cut every `max_chars // 5`
+characters (CJK is ≈ 1 token a character: ~240 tokens, a long English sentence),
+never inside an atomic span. So no unit is larger than that except an atomic one.
 
 `render_kept` rebuilds a text from kept units (sentences or words) using only bytes of
 the source: between two units that were adjacent in the source, the original gap
@@ -21,6 +31,7 @@ import bisect
 import re
 from collections.abc import Sequence
 
+from compressors.deadline import check
 from compressors.protect import Span
 
 # fmt: off
@@ -32,6 +43,11 @@ ABBREVIATIONS = frozenset({
 })
 # fmt: on
 _TERMINAL = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s)")
+_FULL_STOP = re.compile(
+    "[\u3002\uff01\uff1f\uff61\u0964\u0965\u061f\u06d4\u1362\u104b\u0f0d\u0589]+"
+    "[\"'\u201d\u2019)\\]\u300d\u300f\uff09\u3011\u3009\u300b]*"
+)
+_THAI_BREAK = re.compile("(?<=[\u0e00-\u0e7f])[ \t]+(?=[\u0e00-\u0e7f])")
 _LINE_BREAK = re.compile(r"\n")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
 _NEXT_CHAR = re.compile(r"\s*(\S)")
@@ -65,6 +81,8 @@ def _boundaries(text: str) -> set[int]:
         if plain_period and _is_abbreviation(text, m.start()):
             continue
         cuts.add(m.end())
+    cuts.update(m.end() for m in _FULL_STOP.finditer(text))
+    cuts.update(m.start() for m in _THAI_BREAK.finditer(text))
     for m in _LINE_BREAK.finditer(text):
         paragraph = "\n" in _WHITESPACE.match(text, m.end()).group()
         if paragraph or not _next_char(text, m.end()).islower():
@@ -90,24 +108,36 @@ def _trimmed(text: str, start: int, end: int) -> Span | None:
 def _cut_long(text: str, span: Span, atomic: Sequence[Span], max_chars: int) -> list[Span]:
     start, end = span
     pieces: list[Span] = []
-    while end - start > max_chars:
-        cut = None
-        for m in _WHITESPACE_RUN.finditer(text, start, start + max_chars):
-            pos = m.start()
-            if pos > start and not _inside(atomic, pos):
-                cut = pos
-        if cut is None:
-            break
+    while (cut := _cut_point(text, start, end, atomic, max_chars)) is not None:
         pieces.append((start, cut))
         start = _trimmed(text, cut, end)[0]
     pieces.append((start, end))
     return pieces
 
 
+def _cut_point(text: str, start: int, end: int, atomic: Sequence[Span], max_chars: int):
+    """Where to cut text[start:end] (module docstring), or None to leave it whole."""
+    fixed = max(1, max_chars // 5)
+    if end - start <= fixed:
+        return None
+    last = None
+    for m in _WHITESPACE_RUN.finditer(text, start, min(end, start + max_chars)):
+        if m.start() > start and not _inside(atomic, m.start()):
+            last = m.start()
+    if last is not None:
+        return last if end - start > max_chars else None
+    cut = start + fixed
+    i = bisect.bisect_right(atomic, (cut, float("inf"))) - 1
+    if i >= 0 and atomic[i][0] < cut < atomic[i][1]:  # never inside an atomic span
+        cut = atomic[i][1] if atomic[i][0] <= start else atomic[i][0]
+    return cut if start < cut < end else None
+
+
 def split_sentences(
     text: str, atomic: Sequence[Span] = (), max_chars: int = MAX_SENTENCE_CHARS
 ) -> list[Span]:
     """Sentence spans of `text`, in order; `atomic` must be sorted and merged."""
+    check()
     cuts = sorted(c for c in _boundaries(text) if not _inside(atomic, c))
     spans: list[Span] = []
     start = 0

@@ -8,8 +8,9 @@ Under load, jobs queue for the `workers` threads (FIFO). Whether waiting pays is
 cost gate's call: the engine tells it the expected wait (`expected_wait_ms`, from the
 characters queued ahead and the measured worker ms per character), and the gate adds
 it to the compression's cost. A job still queued when its request times out is
-cancelled. While the compressor loads, requests are refused at once
-(`CompressionBusy`): the load holds the worker for seconds.
+cancelled; a job running in a worker stops at its next checkpoint
+(compressors/deadline.py), so it frees its worker too. While the compressor loads,
+requests are refused at once (`CompressionBusy`): the load holds the worker for seconds.
 
 Not done: scoring several queued requests' sentences in one batch. Per request, the
 compressors already score all of a request's sentences in one call (extractive: one
@@ -32,6 +33,7 @@ from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
 from compressors.base import Budget, Compressor, TokenCounter
+from compressors.deadline import within
 from compressors.features import FeatureCompressor
 from proxy.calibrate import QUESTION as CALIBRATION_QUESTION
 from proxy.calibrate import calibration_documents
@@ -219,12 +221,15 @@ class CompressionEngine:
         loop = asyncio.get_running_loop()
         timing = {} if timing is None else timing
         submitted = time.perf_counter()
+        # the job stops at its next checkpoint once its timeout has passed (deadline.py)
+        deadline = None if self.state == "loading" else time.monotonic() + self.timeout
 
         def call():  # in the worker: token counting for the budget included
             began = time.perf_counter()
             timing["wait_ms"] = (began - submitted) * 1000
             try:
-                out = self._work(documents, question, rate, blobs)
+                with within(deadline):
+                    out = self._work(documents, question, rate, blobs)
             except Exception:
                 raise
             except BaseException as exc:  # noqa: BLE001 - must not reach the event loop

@@ -8,15 +8,29 @@ memo, so that at request time compression costs a cache lookup.
 For question-agnostic compressors (llmlingua2) the warmed entries serve every later
 question; question-aware ones (extractive) key on the question given here, and warm
 their per-sentence embedding cache either way.
+
+Bounded (issue 23: three 5 MB bodies each got 429, then kept the process busy for
+~4 minutes and grew it by 1.7 GB): `Ingest.slot` admits at most
+`compression.limits.ingest_concurrency` requests per tenant, before the body is read
+(429 beyond); the documents are checked against the same limits as a request's
+`ragtrim.documents` (400 too many, 413 too long) before any work; and a compression
+that overruns its timeout stops in its worker (compressors/deadline.py). Documents the
+scorer cannot judge are returned verbatim (compressors/verbatim.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from compressors.verbatim import partition
 from proxy.engine import CompressionEngine
 from proxy.errors import InvalidRequest, Overloaded
 from proxy.protocol import parse_json
+from proxy.settings import CompressionLimitSettings
+from proxy.stages.segment import check_documents
 
 
 class CompressRequest(BaseModel):
@@ -27,33 +41,76 @@ class CompressRequest(BaseModel):
     rate: float | None = Field(None, gt=0, le=1)
 
 
-async def compress_documents(
-    engine: CompressionEngine, raw: bytes, default_rate: float, tenant: str = ""
-) -> dict:
-    """`tenant` scopes the warmed memo entries: only that tenant's requests read them."""
+class Ingest:
+    """The /v1/compress work of one process: its per-tenant admission and its limits."""
+
+    def __init__(self, engine: CompressionEngine, default_rate: float,
+                 limits: CompressionLimitSettings | None = None):  # fmt: skip
+        self.engine = engine
+        self.default_rate = default_rate
+        self.limits = limits or CompressionLimitSettings()
+        self._in_flight: dict[str, int] = {}  # tenant -> requests admitted, not finished
+
+    @contextmanager
+    def slot(self, tenant: str) -> Iterator[None]:
+        """Admit one request of `tenant`, or raise Overloaded (429) before any work."""
+        if self._in_flight.get(tenant, 0) >= self.limits.ingest_concurrency:
+            raise Overloaded(
+                f"/v1/compress: {self.limits.ingest_concurrency} requests of this tenant in "
+                "flight already (compression.limits.ingest_concurrency)"
+            )
+        self._in_flight[tenant] = self._in_flight.get(tenant, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._in_flight[tenant] - 1
+            if left:
+                self._in_flight[tenant] = left
+            else:
+                del self._in_flight[tenant]
+
+    async def compress(self, raw: bytes, tenant: str = "") -> dict:
+        """`tenant` scopes the warmed memo entries: only that tenant's requests read them."""
+        req = _parse(raw)
+        check_documents(req.documents, self.limits, "documents")
+        return await compress_documents(self.engine, req, req.rate or self.default_rate, tenant)
+
+
+def _parse(raw: bytes) -> CompressRequest:
     try:
-        req = CompressRequest.model_validate(parse_json(raw))
+        return CompressRequest.model_validate(parse_json(raw))
     except ValidationError as exc:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
         raise InvalidRequest(f"{param}: {first['msg']}", param=param) from exc
+
+
+async def compress_documents(
+    engine: CompressionEngine, req: CompressRequest, rate: float, tenant: str = ""
+) -> dict:
+    chosen = partition(req.documents)  # the others are kept verbatim, never compressed
+    docs = [req.documents[i] for i in chosen]
     try:
-        outcome = await engine.compress(
-            req.documents, req.question, req.rate or default_rate, tenant
-        )
+        outcome = await engine.compress(docs, req.question, rate, tenant) if docs else None
     except Exception as exc:  # noqa: BLE001 - busy/timeout: ask the client to retry
         raise Overloaded(f"compression unavailable: {type(exc).__name__}") from exc
-    entries = await engine.lookup(req.documents, req.question, req.rate or default_rate, tenant)
+    entries = await engine.lookup(docs, req.question, rate, tenant) if docs else []
+    found = dict(zip(chosen, entries, strict=True))
+    out = []
+    for i, text in enumerate(req.documents):
+        entry = found.get(i)
+        if i not in found:  # kept verbatim: the compressor never saw it, so no counts
+            out.append({"text": text, "tokens_before": None, "tokens_after": None,
+                        "verbatim": True})  # fmt: skip
+        elif entry is not None:
+            out.append({"text": entry.text, "tokens_before": entry.tokens_before,
+                        "tokens_after": entry.tokens_after})  # fmt: skip
     return {
         "object": "ragtrim.compression",
         "compressor": engine.name,
-        "documents": [
-            {"text": e.text, "tokens_before": e.tokens_before, "tokens_after": e.tokens_after}
-            for e in entries
-            if e is not None
-        ],
-        "tokens_before": outcome.tokens_before,
-        "tokens_after": outcome.tokens_after,
-        "cache_hits": outcome.hits,
-        "ms": round(outcome.ms, 1),
+        "documents": out,
+        "tokens_before": outcome.tokens_before if outcome else 0,
+        "tokens_after": outcome.tokens_after if outcome else 0,
+        "cache_hits": outcome.hits if outcome else 0,
+        "ms": round(outcome.ms, 1) if outcome else 0.0,
     }

@@ -20,7 +20,7 @@ from compressors.segment.body_field import BodyField
 from compressors.segment.framework import FrameworkTemplate
 from compressors.segment.frameworks import load_frameworks
 from compressors.segment.model import Segmentation
-from compressors.segment.patterns import Patterns
+from compressors.segment.patterns import DEFAULT_TIMEOUT_S, Patterns
 from compressors.segment.tags import Tags
 
 
@@ -37,9 +37,11 @@ Match = Callable[[Recogniser], Segmentation | None]
 
 class Segmenter:
     def __init__(self, patterns: Sequence[str] = (),
-                 frameworks: Sequence[FrameworkTemplate] | None = None):  # fmt: skip
+                 frameworks: Sequence[FrameworkTemplate] | None = None,
+                 pattern_timeout: float = DEFAULT_TIMEOUT_S):  # fmt: skip
         chosen = load_frameworks() if frameworks is None else tuple(frameworks)
-        self.recognisers: tuple[Recogniser, ...] = (Tags(), *chosen, Patterns.compile(patterns))
+        found = Patterns.compile(patterns, pattern_timeout)
+        self.recognisers: tuple[Recogniser, ...] = (Tags(), *chosen, found)
 
     def _order(self, body_field: dict | None) -> Sequence[Recogniser]:
         if body_field is None:

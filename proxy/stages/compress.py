@@ -8,17 +8,26 @@ characters per token learned from each compression (the compressor counts exactl
 in the worker). The decision barely depends on it (saving and cost both scale with
 the count) and an exact count on the event loop cost ~2.4 ms per 2k tokens, which
 requests the gate skips paid as pure overhead (serialised at concurrency 4).
+
+No silent loss of context (issue 23): a context beyond `compression.limits` is
+forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, long
+URLs, code: compressors/verbatim.py) are kept verbatim and never reach the compressor;
+and a compression that would forward an empty context where the client sent one is
+discarded (`failed-open:emptied`, counted): the original goes upstream.
 """
 
 from __future__ import annotations
 
 import logging
 
+from compressors.verbatim import merge, partition
 from proxy.context import RequestContext
 from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.gate import CostGate, RobustRate
 from proxy.metrics import Metrics
 from proxy.pipeline import describe_error
+from proxy.settings import CompressionLimitSettings
+from proxy.stages.segment import within_limits
 
 log = logging.getLogger("ragtrim.compress")
 CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens, until compressions have measured it
@@ -28,8 +37,10 @@ class CompressStage:
     name = "compress"
 
     def __init__(self, engine: CompressionEngine, gate: CostGate, metrics: Metrics,
-                 default_rate: float | None, log_prompts: bool = False):  # fmt: skip
+                 default_rate: float | None, log_prompts: bool = False,
+                 limits: CompressionLimitSettings | None = None):  # fmt: skip
         self.engine = engine
+        self.limits = limits or CompressionLimitSettings()
         self.log_prompts = log_prompts
         self.gate = gate
         self.metrics = metrics
@@ -54,10 +65,27 @@ class CompressStage:
             return
         texts = seg.texts
         rate = ctx.options.keep_rate(self.default_rate)
-        outcome = await self._compress(ctx, texts, seg.question, rate) if rate else None
-        new_texts = list(outcome.texts) if outcome else texts
+        new_texts = await self._shrink(ctx, texts, seg.question, rate) if rate else texts
         if seg.must_apply(new_texts):  # markers (tags) go even when nothing shrinks
             ctx.prompt.apply(seg, new_texts)
+
+    async def _shrink(self, ctx, texts: list[str], question: str, rate: float) -> list[str]:
+        """The new document texts: compressed, or `texts` where compressing must not."""
+        fits = within_limits(texts, self.limits)
+        chosen = partition(texts) if fits else []
+        if not chosen:
+            ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
+            self.metrics.compress_decisions.labels("skip").inc()
+            return texts
+        outcome = await self._compress(ctx, [texts[i] for i in chosen], question, rate)
+        if outcome is None:
+            return texts
+        new = merge(texts, chosen, outcome.texts)
+        if any(t.strip() for t in texts) and not any(t.strip() for t in new):
+            self.metrics.compress_failures.labels("emptied").inc()
+            ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
+            return texts
+        return new
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         self._learn_calibration()

@@ -1,19 +1,74 @@
-"""Segment stage: find the context documents and the question (compressors.segment)."""
+"""Segment stage: find the context documents and the question (compressors.segment).
+
+Bounded work (issue 23): the documents named in the request's `ragtrim` field are
+checked against `compression.limits` before any is looked for (400 for too many, 413
+for too long: the client asked for them explicitly), and segmentation itself is linear
+(compressors/segment). A prompt larger than `offload_bytes` is segmented in a worker
+thread, so a 2 MB prompt never holds the event loop (health probes, other requests);
+a small one stays on the loop, where the thread hop (~50 µs) would cost more than the
+work.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from compressors.segment import Segmenter
 from proxy.context import RequestContext
+from proxy.errors import InvalidRequest, PayloadTooLarge
+from proxy.settings import CompressionLimitSettings
 
 
 class SegmentStage:
     name = "segment"
 
-    def __init__(self, segmenter: Segmenter):
+    def __init__(self, segmenter: Segmenter, limits: CompressionLimitSettings | None = None):
         self.segmenter = segmenter  # built once, in the composition root
+        self.limits = limits or CompressionLimitSettings()
 
     async def __call__(self, ctx: RequestContext) -> None:
-        seg = ctx.prompt.segment(self.segmenter, ctx.options.field)
+        field = ctx.options.field
+        check_documents(_named(field), self.limits, "ragtrim.documents")
+        if len(ctx.raw) > self.limits.offload_bytes:
+            seg = await asyncio.to_thread(ctx.prompt.segment, self.segmenter, field)
+        else:
+            seg = ctx.prompt.segment(self.segmenter, field)
         if seg is not None:
             ctx.segmentation = seg
             ctx.response_headers["x-ragtrim-template"] = seg.template
+
+
+def _named(field: Any) -> list[Any]:
+    docs = field.get("documents") if isinstance(field, dict) else None
+    return docs if isinstance(docs, list) else []
+
+
+def check_documents(docs: list[Any], limits: CompressionLimitSettings, param: str) -> None:
+    """400 for more than max_documents, 413 for a document or a total too long."""
+    if len(docs) > limits.max_documents:
+        raise InvalidRequest(
+            f"{param}: {len(docs)} documents, at most {limits.max_documents} "
+            "(compression.limits.max_documents)", param=param, code="too_many_documents",
+        )  # fmt: skip
+    sizes = [len(d) for d in docs if isinstance(d, str)]
+    longest = max(sizes, default=0)
+    if longest > limits.max_document_chars:
+        raise PayloadTooLarge(
+            f"{param}: a document of {longest} characters, at most "
+            f"{limits.max_document_chars} (compression.limits.max_document_chars)", param=param,
+        )  # fmt: skip
+    if sum(sizes) > limits.max_request_chars:
+        raise PayloadTooLarge(
+            f"{param}: {sum(sizes)} characters in all, at most {limits.max_request_chars} "
+            "(compression.limits.max_request_chars)", param=param,
+        )  # fmt: skip
+
+
+def within_limits(texts: list[str], limits: CompressionLimitSettings) -> bool:
+    """Whether a found context is small enough to compress (else it is forwarded as is)."""
+    return (
+        len(texts) <= limits.max_documents
+        and max(map(len, texts), default=0) <= limits.max_document_chars
+        and sum(map(len, texts)) <= limits.max_request_chars
+    )

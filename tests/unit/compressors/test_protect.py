@@ -1,6 +1,16 @@
+import time
+
 import pytest
 
-from compressors.protect import KINDS, Protector, fold_protected, merge_spans, overlaps
+from compressors.protect import (
+    KINDS,
+    PatternTimeout,
+    Protector,
+    fold_protected,
+    json_spans,
+    merge_spans,
+    overlaps,
+)
 
 TEXT = (
     "Revenue rose 12.5% to $3,400,000 on 2024-03-15 [1]. It did not fall; see "
@@ -91,3 +101,29 @@ def test_fast_number_and_date_patterns_find_the_plain_spans():
             assert [m.span() for m in fast.finditer(text)] == [
                 m.span() for m in reference.finditer(text)
             ]
+
+
+# -- bounded work (issue 23) -------------------------------------------------------------
+
+
+def test_json_detection_is_linear_on_unbalanced_braces():
+    """20k `{` cost 33 s of CPU: every `{` scanned up to MAX_JSON_CHARS."""
+    started = time.perf_counter()
+    Protector(["json"]).spans("{" * 20_000)
+    Protector(["json"]).spans('{"a": ' * 20_000)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_json_found_after_many_small_objects_and_with_escapes():
+    text = 'x {"a": 1} ' * 2000 + '{"b": "x}\\"{"}'
+    spans = json_spans(text)
+    assert len(spans) == 2001 and text[slice(*spans[-1])] == '{"b": "x}\\"{"}'
+
+
+def test_a_backtracking_extra_pattern_fails_the_compression_open():
+    protector = Protector(extra_patterns=[r"(x|xx)+y"])
+    started = time.perf_counter()
+    with pytest.raises(PatternTimeout):
+        protector.spans("x" * 5000)
+    assert time.perf_counter() - started < 1.0
+    assert Protector(extra_patterns=[r"ACME-\d+"]).spans("acme-12 and ACME-3") == [(0, 7), (12, 18)]

@@ -58,3 +58,38 @@ def test_render_words_with_dropped_neighbours():
     assert render_kept(text, units, [True, True, True, True, True]) == text
     assert render_kept(text, units, [True, False, False, True, True]) == "alpha gamma\n\ndelta"
     assert render_kept(text, units, [True, False, False, False, True]) == "alpha\n\ndelta"
+
+
+# -- scripts without spaces or Latin punctuation (issue 23) --------------------------------
+
+
+def test_cjk_full_stops_end_sentences_without_whitespace():
+    text = "東京は日本の首都です。人口は約1400万人です！本当ですか？はい「そうです。」次"
+    assert sentences(text) == [
+        "東京は日本の首都です。",
+        "人口は約1400万人です！",
+        "本当ですか？",
+        "はい「そうです。」",
+        "次",
+    ]
+    hindi = "यह पहला वाक्य है। यह दूसरा है।"
+    assert sentences(hindi) == ["यह पहला वाक्य है।", "यह दूसरा है।"]
+
+
+def test_a_space_between_thai_characters_ends_a_sentence():
+    text = "ภาษาไทยไม่มีช่องว่าง ประโยคที่สอง ประโยคที่สาม"
+    assert sentences(text) == ["ภาษาไทยไม่มีช่องว่าง", "ประโยคที่สอง", "ประโยคที่สาม"]
+
+
+def test_runs_without_whitespace_are_cut_at_a_fixed_size():
+    """1,440 Chinese characters without punctuation were one unit over any budget."""
+    assert [e - s for s, e in split_sentences("中" * 1440)] == [240] * 6
+    assert [e - s for s, e in split_sentences("A" * 500, max_chars=100)] == [20] * 25
+
+
+def test_the_fixed_size_cut_never_splits_an_atomic_span():
+    text = "see https://example.com/" + "a" * 3000
+    spans = split_sentences(text, Protector().spans(text))
+    assert [text[s:e] for s, e in spans] == ["see", text[4:]]
+    prose = ("word " * 100).strip()  # whitespace within max_chars: one sentence, as before
+    assert split_sentences(prose) == [(0, len(prose))]

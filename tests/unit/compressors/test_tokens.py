@@ -28,7 +28,7 @@ def test_tiktoken_counter():
 
 
 def test_names_and_factory(minilm_path):
-    assert counter_name(ApproxTokenCounter()) == "approx-v1"
+    assert counter_name(ApproxTokenCounter()) == "approx-v2"
     assert counter_name(len) == "len"
     assert isinstance(make_token_counter(None), ApproxTokenCounter)
     assert isinstance(make_token_counter(minilm_path), HFTokenCounter)
@@ -61,3 +61,13 @@ def test_count_spans_byte_level_bpe(tiny_causal_lm):
     assert total == hf(text) and sum(each) <= total and all(n > 0 for n in each)
     alone = [hf(text[s:e]) for s, e in spans]
     assert all(abs(a - b) <= 2 for a, b in zip(each, alone, strict=True))
+
+
+def test_approx_counts_scripts_without_spaces_per_character():
+    """v1 counted 1,440 Chinese characters as 240 tokens (one 'word' per run)."""
+    count = ApproxTokenCounter()
+    assert count("中" * 1440) == 1440
+    assert count("東京は2024年") == 4 + 1 + 1
+    assert count("ภาษาไทย") == 7
+    assert count("Привет мир") == 3 + 2  # other scripts: 2 letters a token
+    assert count("hello world, naïve café") == 5  # Latin words as before

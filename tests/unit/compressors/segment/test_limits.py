@@ -4,7 +4,8 @@ import time
 
 import pytest
 
-from compressors.segment import apply_prompt
+from compressors.segment import Segmenter, apply_prompt
+from compressors.segment.patterns import PatternTimeout
 from tests.unit.compressors.segment.support import segment_chat, segment_prompt
 
 STUFF_HEAD = (
@@ -44,3 +45,32 @@ def test_huge_system_message_without_a_template_is_fast():
     started = time.perf_counter()
     assert segment_chat(messages) is None
     assert time.perf_counter() - started < 5.0  # generous: a quadratic scan takes minutes here
+
+
+# -- issue 23: the request's ragtrim field and operator patterns ---------------------------
+
+
+def test_locating_absent_documents_is_linear():
+    """20,000 documents not in a 2 MB prompt took 23.5 s (documents × prompt length)."""
+    prompt = "x" * 2_000_000
+    docs = [f"document {i} is not in the prompt" for i in range(20_000)]
+    started = time.perf_counter()
+    assert segment_prompt(prompt, body_field={"documents": docs}) is None
+    assert time.perf_counter() - started < 1.0
+
+
+def test_located_documents_in_order_still_found_after_absent_ones():
+    docs = [f"doc-{i}" for i in range(2000)]
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": " ".join(docs)}]
+    field = {"documents": ["absent"] * 3 + docs, "question": "q"}
+    seg = segment_chat(messages, body_field=field)
+    assert seg is not None and [d.text for d in seg.documents] == docs
+
+
+def test_a_backtracking_operator_pattern_stops_at_its_time_limit():
+    segmenter = Segmenter([r"(?P<context>(a|aa)+$)"], pattern_timeout=0.05)
+    started = time.perf_counter()
+    with pytest.raises(PatternTimeout):
+        segmenter.prompt("a" * 5000 + "b")
+    assert time.perf_counter() - started < 1.0
+    assert Segmenter([r"DOCS:(?P<context>.*)"]).prompt("DOCS: one\n\ntwo") is not None
