@@ -35,6 +35,18 @@ def test_idle_gpu_skips_and_a_queue_makes_the_same_compression_pay():
     assert decide(g).action == "skip"
 
 
+def test_a_saturated_ragtrim_cpu_outweighs_a_backend_queue():
+    # the issue-18 contention term: 8 compressions in flight on 2 cores, each 4x slower
+    g = CostGate("auto", prior_ms_per_1k=20.0, min_context_tokens=200, max_added_ms=1000.0,
+                 cores=2)  # fmt: skip
+    for tokens in (500, 1000, 2000):
+        g.observe_prefill("b", tokens, tokens * 0.03)
+    g.observe_queue("b", waiting=1, running=4)  # 60 ms saved vs 40 ms of work: pays
+    assert g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5).action == "compress"
+    busy = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5, in_flight=8)
+    assert busy.reason.startswith("skip:not-worth-it"), busy.reason  # 160 ms of work
+
+
 def test_queue_multiplier_counts_itself_and_those_behind():
     assert queue_multiplier(0) == 1 and queue_multiplier(4) == 5 and queue_multiplier(-1) == 1
 
