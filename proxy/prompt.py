@@ -14,11 +14,21 @@ upstream (no re-serialisation, no float or key-order drift).
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import orjson
 
-from compressors.segment import Position, Segmentation, Segmenter, apply_chat, apply_prompt
+from compressors.segment import (
+    Position,
+    Segmentation,
+    Segmenter,
+    apply_chat,
+    apply_prompt,
+    message_text,
+)
+from compressors.segment.tags import DOC, QUESTION
 from proxy.prefix import (
     CanonicalResult,
     CanonicalRules,
@@ -27,6 +37,8 @@ from proxy.prefix import (
     static_messages,
     static_prompt,
 )
+
+_TAGS = re.compile("|".join(re.escape(tag) for tag in (*DOC, *QUESTION)))
 
 
 class Prompt:
@@ -59,8 +71,15 @@ class Prompt:
             self.modified = True
 
     def encode(self, raw: bytes) -> bytes:
-        """The bytes to send upstream: the client's own unless something changed."""
-        return orjson.dumps(self.body) if self.modified else raw
+        """The bytes to send upstream: the client's own unless something changed.
+        orjson refuses integers beyond 64 bits (proxy/protocol.py keeps them exact):
+        those bodies are written by the stdlib, compactly, as orjson would."""
+        if not self.modified:
+            return raw
+        try:
+            return orjson.dumps(self.body)
+        except TypeError:  # "Integer exceeds 64-bit range"
+            return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode()
 
     def request_usage(self) -> bool:
         """Make a streamed request report usage; True when the client had not asked."""
@@ -92,6 +111,9 @@ class Prompt:
 
 class ChatPrompt(Prompt):
     def segment(self, segmenter: Segmenter, field: dict | None) -> Segmentation | None:
+        stripped = strip_multipart_tags(self.body["messages"])
+        if stripped is not None:
+            self.set("messages", stripped)
         return segmenter.chat(self.body["messages"], field)
 
     def apply(self, seg: Segmentation, texts: list[str]) -> None:
@@ -141,6 +163,29 @@ class CompletionPrompt(Prompt):
     def replay(self, static_end: Position | None) -> dict[str, Any] | None:
         static = static_prompt(self.body["prompt"], static_end)
         return None if static is None else {**self._replay_head(), "prompt": static}
+
+
+def strip_multipart_tags(messages: list[Any]) -> list[Any] | None:
+    """The messages with ragtrim's tags removed from every text part of a content list
+    that has several (None when there were none). Segmentation addresses one text per
+    message (compressors/segment/messages.py), so those documents are not compressed,
+    but their tags must not reach the model either (issue 23)."""
+    out, changed = list(messages), False
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or message_text(message) is not None:
+            continue  # a string or a single text part: the tags recogniser's own
+        parts = [_untagged(part) for part in content]
+        if parts != content:
+            out[i], changed = {**message, "content": parts}, True
+    return out if changed else None
+
+
+def _untagged(part: Any) -> Any:
+    text = part.get("text") if isinstance(part, dict) and part.get("type") == "text" else None
+    if not isinstance(text, str) or "<ragtrim:" not in text and "</ragtrim:" not in text:
+        return part
+    return {**part, "text": _TAGS.sub("", text)}
 
 
 def prompt_for(route: str, body: dict[str, Any]) -> Prompt:

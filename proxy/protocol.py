@@ -5,16 +5,23 @@ stream_options, guided decoding, ...) pass through unchanged. The checks are pla
 code rather than a pydantic model: on the hot path a model validation of the whole
 message list cost more than the rest of the parse (and the proxy reads only these).
 orjson parses ≈ 5× faster than the stdlib and bounds nesting depth (a body nested
-100,000 deep is a 400, not a RecursionError).
+100,000 deep is a 400, not a RecursionError). It reads an integer beyond 64 bits as a
+float (10**20 became 1e+20 in rewritten bodies: issue 23), so a body with a run of 19
+or more digits, the shortest such integer, is parsed again by the stdlib, whose ints
+are exact; proxy/prompt.py writes them back exactly.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import orjson
 
 from proxy.errors import InvalidRequest
+
+_LONG_DIGITS = re.compile(rb"\d{19}")
 
 
 def parse_json(raw: bytes) -> dict[str, Any]:
@@ -22,6 +29,11 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
+    if _LONG_DIGITS.search(raw):  # maybe an integer orjson made a float: exact ints
+        try:
+            data = json.loads(raw)
+        except RecursionError as exc:  # valid JSON that orjson's depth limit let through
+            raise InvalidRequest("request body is nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
     return data
