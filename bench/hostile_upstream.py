@@ -19,7 +19,6 @@ import json
 import sys
 import threading
 
-MODELS = {"object": "list", "data": [{"id": "stub-model", "object": "model"}]}
 GOOD_USAGE = {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
 BAD_USAGE = {"prompt_tokens": "lots", "prompt_tokens_details": {"cached_tokens": "many"}}
 TRACEBACK = b'Traceback (most recent call last):\n  File "/srv/vllm/secret.py", line 1\n'
@@ -76,8 +75,9 @@ MODES = sorted([*FIXED, *DELIMITERS, "huge_body", "bad_usage_sse", "endless_even
 
 
 class HostileUpstream:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, model: str = "stub-model"):
         self.host, self.port = host, port
+        self.models = {"object": "list", "data": [{"id": model, "object": "model"}]}
         self.modes_seen: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -106,7 +106,7 @@ class HostileUpstream:
         length = int({k.lower(): v for k, v in fields.items()}.get("content-length", "0"))
         body = json.loads(await reader.readexactly(length) or b"{}")
         if line.startswith("GET"):
-            writer.write(whole(200, b"application/json", json.dumps(MODELS).encode()))
+            writer.write(whole(200, b"application/json", json.dumps(self.models).encode()))
             await writer.drain()
             return True
         mode = str(body.get("hostile", "ok"))
@@ -193,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8299)
+    parser.add_argument("--model", default="stub-model")
     args = parser.parse_args(argv)
-    upstream = HostileUpstream(args.host, args.port)
+    upstream = HostileUpstream(args.host, args.port, args.model)
 
     async def run() -> None:
         await upstream.serve()

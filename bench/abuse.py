@@ -1,0 +1,212 @@
+"""bench.abuse: normal RAG traffic keeps its latency, its answers, its tenant's salt
+and its context while ragtrim is abused alongside it (issue 23).
+
+ragtrim (`python -m proxy serve`, tenancy on: two API keys, a salt secret; compression
+always on, the default compressor; max_in_flight 16) in front of two stub replicas
+(deploy/local/stub_vllm.py) and a hostile upstream (bench/hostile_upstream.py, its own
+model name, so only hostile requests reach it). Normal traffic: an open loop of RAG
+requests (`--rate` per second, half streamed, both tenants). Two phases of `--seconds`
+each, in the same run: clean (normal traffic alone), then hostile (the same traffic,
+with bench/abuse_hostile.py's loops beside it): slow heads and slow key-less bodies
+(a byte a second), heads of 2,000 1 KB headers, CPU-bomb documents (a 2 MB prompt
+naming 20,000 absent documents; 20,000 `{`), path tricks (alpha's key, beta's salt,
+`/v1/x/../chat/completions` and friends), CJK/Japanese/base64/URL documents, and every
+misbehaviour of the hostile upstream (bad usage, 999, text/plain 500, 307, CRLF SSE,
+a 100 MB body, an endless SSE event). Operator regexes are not exercised (they are the
+operator's own configuration).
+
+Targets: normal p99 (hostile) <= 2x normal p99 (clean); 0 normal requests lost; 0
+requests at a backend under another tenant's salt; ragtrim's RSS growth during the
+hostile phase <= 256 MB; 0 non-empty contexts forwarded empty.
+
+Writes bench/results/abuse.json and prints one line ending in normal_p99_ratio.
+Smoke: --seconds 5 --rate 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import aiohttp
+import httpx
+
+from bench import abuse_hostile as hostile
+from bench.abuse_traffic import HOSTILE_MODEL, KEY_OF, KEYS, Tally, normal_traffic
+from bench.common import ROOT, free_port, percentile, spawn, stop, write_result
+from bench.procs import _children
+from proxy.stages.tenant import tenant_salt
+
+STUB = str(ROOT / "deploy" / "local" / "stub_vllm.py")
+SECRET = "abuse-bench-salt-secret-0123456789"
+TARGETS = {"normal_p99_ratio": 2.0, "lost": 0, "cross_tenant": 0, "rss_growth_mb": 256,
+           "emptied_contexts": 0}  # fmt: skip
+
+
+def rss_mb(pid: int) -> float:
+    """Resident MB of `pid` and its descendants (compression workers, if any)."""
+    tree, total, todo = _children(), 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(tree.get(p, []))
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) / 1024
+    return total
+
+
+def start_ragtrim(backends: list[str], port: int):
+    args = [sys.executable, "-m", "proxy", "serve", "--port", str(port),
+            "--backends", ",".join(backends), "--log-level", "error",
+            "--compression-policy", "always", "--compression-min-context-tokens", "0",
+            "--limits-max-in-flight", "16", "--health-interval", "1"]  # fmt: skip
+    env = {"RAGTRIM_TENANCY__API_KEYS": json.dumps(KEYS), "RAGTRIM_TENANCY__SALT_SECRET": SECRET}
+    proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env)
+    key = {"authorization": f"Bearer {KEY_OF['alpha']}"}
+    deadline = time.monotonic() + 300
+    while httpx.get(f"http://127.0.0.1:{port}/readyz", headers=key).json().get(
+        "compressor"
+    ) in ("cold", "loading"):  # fmt: skip
+        if time.monotonic() > deadline:
+            stop(proc)
+            raise RuntimeError("ragtrim's compressor did not load in 300 s")
+        time.sleep(0.2)
+    return proc
+
+
+async def sample_rss(pid: int, done: asyncio.Event, samples: list[float]) -> None:
+    while not done.is_set():
+        samples.append(rss_mb(pid))
+        await asyncio.sleep(0.2)
+
+
+async def phase(port: int, pid: int, rate: float, seconds: float, name: str,
+                abuse: bool) -> tuple[Tally, list[float]]:  # fmt: skip
+    """Normal traffic for `seconds` (and, when `abuse`, the hostile loops in a
+    process of their own), sampling ragtrim's RSS."""
+    base, tally, samples, done = f"http://127.0.0.1:{port}", Tally(), [], asyncio.Event()
+    sampler = asyncio.create_task(sample_rss(pid, done, samples))
+    if abuse:
+        ctx = multiprocessing.get_context("spawn")
+        queue = ctx.Queue()
+        proc = ctx.Process(target=hostile.process_main, args=(port, seconds, SECRET, queue))
+        proc.start()
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        await normal_traffic(session, base, rate, seconds, name, tally)
+    if abuse:
+        abused: Tally = await asyncio.to_thread(queue.get, True, 120)
+        proc.join(10)
+        tally.hostile, tally.slowest_hostile_ms = abused.hostile, abused.slowest_hostile_ms
+        tally.sent_context |= abused.sent_context
+    done.set()
+    await sampler
+    return tally, samples
+
+
+def backend_checks(stub_urls: list[str], sent: dict[str, int]) -> dict:
+    """At the backends: requests under another tenant's salt; contexts sent non-empty
+    that arrived empty (the system message no longer than the template)."""
+    salts = {tenant: tenant_salt(tenant, SECRET) for tenant in KEY_OF}
+    records = [r for url in stub_urls for r in httpx.get(f"{url}/stub/requests").json()[
+        "requests"]]  # fmt: skip
+    tagged = [r for r in records if isinstance(r.get("tag"), str) and ":" in r["tag"]]
+    cross = [r["tag"] for r in tagged if r["cache_salt"] != salts.get(r["tag"].split(":")[0])]
+    emptied = [r["tag"] for r in tagged if sent.get(r["tag"], 0) > 0 and r["chars"]
+               and r["chars"][0] <= len(hostile.SYSTEM)]  # fmt: skip
+    tricks = [r["tag"] for r in tagged if ":trick:" in r["tag"]]  # dot-segment paths
+    return {"records": len(records), "cross_tenant": len(cross), "cross_tenant_tags": cross[:10],
+            "emptied_contexts": len(emptied), "emptied_tags": emptied[:10],
+            "tricks_at_backend": len(tricks)}  # fmt: skip
+
+
+def summarise(clean: tuple[Tally, list[float]], abused: tuple[Tally, list[float]],
+              checks: dict, args) -> dict:  # fmt: skip
+    (ct, crss), (ht, hrss) = clean, abused
+    p99 = {
+        n: percentile([ms for _, ms in t.normal], 99) for n, t in (("clean", ct), ("hostile", ht))
+    }
+    lost = sum(o != "ok" for t in (ct, ht) for o, _ in t.normal)
+    baseline = crss[-1] if crss else 0.0
+    out = {
+        "normal_p99_ratio": round(p99["hostile"] / p99["clean"], 2),
+        "lost": lost,
+        "cross_tenant": checks["cross_tenant"],
+        "rss_growth_mb": round(max(hrss, default=baseline) - baseline, 1),
+        "emptied_contexts": checks["emptied_contexts"],
+        "normal_p99_ms": {k: round(v, 1) for k, v in p99.items()},
+        "normal_p50_ms": {
+            n: round(percentile([ms for _, ms in t.normal], 50), 1)
+            for n, t in (("clean", ct), ("hostile", ht))
+        },  # fmt: skip
+        "normal_requests": {"clean": len(ct.normal), "hostile": len(ht.normal)},
+        "normal_outcomes": dict(Counter(o for t in (ct, ht) for o, _ in t.normal)),
+        "rss_mb": {
+            "after_clean": round(baseline, 1),
+            "peak_hostile": round(max(hrss, default=0), 1),
+        },  # fmt: skip
+        "hostile_outcomes": dict(sorted(ht.hostile.items())),
+        "hostile_slowest_ms": dict(sorted(ht.slowest_hostile_ms.items())),
+        "backend": checks,
+        "targets": TARGETS,
+        "config": {
+            "seconds_per_phase": args.seconds,
+            "rate": args.rate,
+            "replicas": 2,
+            "max_in_flight": 16,
+            "hostile_model": HOSTILE_MODEL,
+        },  # fmt: skip
+    }
+    out["met"] = {k: out[k] <= v for k, v in TARGETS.items()}
+    return out
+
+
+def run(args) -> dict:
+    stub_ports, hostile_port, port = [free_port(), free_port()], free_port(), free_port()
+    procs = []
+    try:
+        for p in stub_ports:
+            procs.append(spawn([sys.executable, STUB, "--port", str(p)],
+                               f"http://127.0.0.1:{p}/health"))  # fmt: skip
+        procs.append(spawn([sys.executable, "-m", "bench.hostile_upstream", "--port",
+                            str(hostile_port), "--model", HOSTILE_MODEL],
+                           f"http://127.0.0.1:{hostile_port}/v1/models"))  # fmt: skip
+        stub_urls = [f"http://127.0.0.1:{p}" for p in stub_ports]
+        ragtrim = start_ragtrim([*stub_urls, f"http://127.0.0.1:{hostile_port}"], port)
+        procs.append(ragtrim)
+        asyncio.run(phase(port, ragtrim.pid, args.rate, min(3.0, args.seconds), "warm", False))
+        clean = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "clean", False))
+        abused = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "hostile", True))
+        checks = backend_checks(stub_urls, {**clean[0].sent_context, **abused[0].sent_context})
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+    return summarise(clean, abused, checks, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=40.0, help="per phase")
+    parser.add_argument("--rate", type=float, default=30.0, help="normal requests per second")
+    args = parser.parse_args(argv)
+    out = run(args)
+    write_result("abuse", out)
+    print(f"abuse: {sum(out['normal_requests'].values())} normal requests, lost {out['lost']}, "
+          f"cross-tenant {out['cross_tenant']}, emptied contexts {out['emptied_contexts']}, "
+          f"RSS growth {out['rss_growth_mb']:.0f} MB, p99 {out['normal_p99_ms']['clean']:.0f} "
+          f"-> {out['normal_p99_ms']['hostile']:.0f} ms, "
+          f"normal_p99_ratio={out['normal_p99_ratio']:.2f}")  # fmt: skip
+    return 0 if all(out["met"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

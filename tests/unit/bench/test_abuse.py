@@ -1,0 +1,47 @@
+"""bench.abuse's judgements: what counts as a clean error, and what the backend's
+records say about salts and contexts (a cross-tenant salt or an emptied context
+must be counted, a right one must not)."""
+
+import httpx
+import pytest
+from stub_vllm import StubVllm
+
+from bench import abuse
+from bench.abuse_hostile import _request
+from bench.abuse_traffic import envelope_or_stream_error, normal_body
+from bench.soak import SYSTEM
+from proxy.stages.tenant import tenant_salt
+from tests.support.servers import serving
+
+
+@pytest.mark.parametrize(
+    ("status", "raw", "verdict"),
+    [(502, b'{"error": {"message": "m", "type": "upstream_error"}}', "clean"),
+     (200, b'{"choices": []}', "ok"),
+     (200, b'data: {"error": {"message": "x"}}\n\n', "clean"),
+     (500, b"Traceback (most recent call last):", "leaked"),
+     (502, b"", "broken"), (307, b"", "broken")],
+)  # fmt: skip
+def test_hostile_upstream_answers_are_judged(status, raw, verdict):
+    assert envelope_or_stream_error(status, raw) == verdict
+
+
+def test_backend_checks_count_foreign_salts_and_emptied_contexts():
+    good, foreign = tenant_salt("alpha", abuse.SECRET), tenant_salt("beta", abuse.SECRET)
+    with serving(StubVllm()) as stub:
+        sent = {}
+        for i, (salt, context) in enumerate([(good, True), (foreign, True), (good, False)]):
+            body = normal_body(2 * i, "alpha", "t") | {"cache_salt": salt}
+            sent[body["stub"]["tag"]] = len(body["messages"][0]["content"]) - len(SYSTEM)
+            if not context:  # what a compressor that drops everything would forward
+                body["messages"][0]["content"] = SYSTEM
+            httpx.post(f"{stub.url}/v1/chat/completions", json=body)
+        checks = abuse.backend_checks([stub.url], sent)
+    assert checks["cross_tenant"] == 1 and checks["cross_tenant_tags"] == ["alpha:t:2"]
+    assert checks["emptied_contexts"] == 1 and checks["emptied_tags"] == ["alpha:t:4"]
+
+
+def test_raw_requests_keep_dot_segments_as_sent():
+    raw = _request("/v1/x/../chat/completions", {"a": 1}, "alpha")
+    assert raw.startswith(b"POST /v1/x/../chat/completions HTTP/1.1\r\n")
+    assert b"authorization: Bearer key-alpha-" in raw and raw.endswith(b'{"a":1}')
