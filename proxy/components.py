@@ -209,7 +209,8 @@ def build(
                           metrics, feedback, Admission(settings.limits, metrics),
                           tenant.authenticate, settings.max_body_bytes,
                           log_prompts=settings.log_prompts,
-                          upstream=settings.upstream)  # fmt: skip
+                          upstream=settings.upstream,
+                          show_backend=settings.tenancy.shows_backend())  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)

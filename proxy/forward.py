@@ -70,6 +70,7 @@ class Forwarder:
     max_body_bytes: int
     log_prompts: bool = False
     upstream: UpstreamSettings = field(default_factory=UpstreamSettings)  # response caps
+    show_backend: bool = True  # x-ragtrim-backend on responses
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip
@@ -167,7 +168,8 @@ class Forwarder:
         assert ex.response is not None and ex.endpoint is not None
         out = list(ex.response.headers)
         out.append((b"x-request-id", ctx.request_id.encode("latin-1")))
-        out.append((b"x-ragtrim-backend", ex.endpoint.url.encode("latin-1")))
+        if self.show_backend:  # tenancy.backend_header: off by default with tenants
+            out.append((b"x-ragtrim-backend", ex.endpoint.url.encode("latin-1")))
         for name, value in ctx.response_headers.items():
             out.append((name.encode("latin-1"), value.encode("latin-1")))
         return out
