@@ -13,7 +13,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from cache.breaker import Outage
 
@@ -31,7 +31,10 @@ class KVStore(Protocol):
 
     async def set_many(self, items: dict[str, bytes], ttl: float | None = None) -> None: ...
 
-    async def hincr(self, key: str, fields: dict[str, float]) -> None: ...
+    async def hincr(self, key: str, fields: dict[str, float], ttl: float | None = None) -> None: ...
+
+    async def eval(self, script: str, keys: Sequence[str], args: Sequence[int | float | str],
+                   local: Callable[[], Awaitable[T]]) -> T: ...  # fmt: skip
 
     async def hsetnx(self, key: str, field: str, value: str) -> None: ...
 
@@ -51,6 +54,7 @@ class MemoryStore:
         self.max_items = max_items
         self._data: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._hashes: dict[str, dict[str, str]] = {}
+        self._hash_expires: dict[str, float] = {}  # hashes given a ttl (hincr)
         self._zsets: dict[str, dict[str, float]] = {}
 
     async def get(self, key: str) -> bytes | None:
@@ -77,15 +81,31 @@ class MemoryStore:
         for key, value in items.items():
             await self.set(key, value, ttl)
 
-    async def hincr(self, key: str, fields: dict[str, float]) -> None:
+    async def hincr(self, key: str, fields: dict[str, float], ttl: float | None = None) -> None:
+        """`ttl` (seconds) restarts the hash's expiry, as HINCRBYFLOAT + PEXPIRE would."""
+        self._expire_hash(key)
         table = self._hashes.setdefault(key, {})
         for field, amount in fields.items():
             table[field] = str(float(table.get(field, 0)) + amount)
+        if ttl:
+            self._hash_expires[key] = time.monotonic() + ttl
+
+    def _expire_hash(self, key: str) -> None:
+        expires = self._hash_expires.get(key)
+        if expires is not None and expires < time.monotonic():
+            self._hashes.pop(key, None)
+            del self._hash_expires[key]
+
+    async def eval(self, script: str, keys: Sequence[str], args: Sequence[int | float | str],
+                   local: Callable[[], Awaitable[T]]) -> T:  # fmt: skip
+        """No script engine in process: `local`, the caller's own version of it, answers."""
+        return await local()
 
     async def hsetnx(self, key: str, field: str, value: str) -> None:
         self._hashes.setdefault(key, {}).setdefault(field, value)
 
     async def hgetall(self, key: str) -> dict[str, str]:
+        self._expire_hash(key)
         return dict(self._hashes.get(key, {}))
 
     async def zincr(self, key: str, member: str, amount: float = 1) -> None:
@@ -126,6 +146,7 @@ class RedisStore:
         self.timeout = timeout
         self.fallback: KVStore = fallback if fallback is not None else MemoryStore(10_000)
         self.outage = Outage(self._probe, retry_after=retry_after, timeout=timeout)
+        self._scripts: dict[str, Any] = {}  # Lua source → redis-py Script (its SHA)
         self.on_error = on_error or (lambda op, exc: log.warning("redis %s failed: %r", op, exc))
 
     async def _probe(self) -> None:
@@ -170,14 +191,28 @@ class RedisStore:
 
         await self._call("set", remote, lambda: self.fallback.set_many(items, ttl))
 
-    async def hincr(self, key: str, fields: dict[str, float]) -> None:
+    async def hincr(self, key: str, fields: dict[str, float], ttl: float | None = None) -> None:
+        """With `ttl`, in one MULTI/EXEC: every field and the expiry land together."""
+
         async def remote() -> None:
-            async with self.client.pipeline(transaction=False) as pipe:
+            async with self.client.pipeline(transaction=ttl is not None) as pipe:
                 for field, amount in fields.items():
                     pipe.hincrbyfloat(self.prefix + key, field, amount)
+                if ttl:
+                    pipe.pexpire(self.prefix + key, int(ttl * 1000))
                 await pipe.execute()
 
-        await self._call("hincr", remote, lambda: self.fallback.hincr(key, fields))
+        await self._call("hincr", remote, lambda: self.fallback.hincr(key, fields, ttl))
+
+    async def eval(self, script: str, keys: Sequence[str], args: Sequence[int | float | str],
+                   local: Callable[[], Awaitable[T]]) -> T:  # fmt: skip
+        """A Lua script, atomic on the server (EVALSHA, EVAL once on NOSCRIPT: redis-py's
+        Script); keys get the store's prefix. Down or failing: `local` answers, counted."""
+        registered = self._scripts.get(script)
+        if registered is None:
+            registered = self._scripts[script] = self.client.register_script(script)
+        full = [self.prefix + k for k in keys]
+        return await self._call("eval", lambda: registered(keys=full, args=list(args)), local)
 
     async def hsetnx(self, key: str, field: str, value: str) -> None:
         await self._call("hsetnx", lambda: self.client.hsetnx(self.prefix + key, field, value),

@@ -4,6 +4,7 @@ Components (and the pipeline's stage order) are built in proxy/components.py; th
 middleware stack and the routes are assembled here, outermost first:
 
     MetricsMiddleware   every request: count by route and status, in flight
+    TelemetryMiddleware server span, access log, accounting (only when one is on)
     DataPlane           the OpenAI traffic routes → Forwarder (pure ASGI, no framework)
     FastAPI             control routes: /v1/models, /v1/compress, health, metrics;
                         it also runs the lifespan (components start and stop)
@@ -94,4 +95,5 @@ def create_app(
     )  # fmt: skip
     control.openapi = openapi_document  # FastAPI sees none of the routes: proxy/openapi.py
     _install_error_handlers(control)
-    return MetricsMiddleware(DataPlane(control, parts.forwarder), parts.metrics)  # outermost first
+    plane = parts.ops.wrap_app(DataPlane(control, parts.forwarder))  # telemetry (issue 22)
+    return MetricsMiddleware(plane, parts.metrics)  # outermost first

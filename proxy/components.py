@@ -21,6 +21,8 @@ from cache.store import KVStore, MemoryStore, RedisStore
 from compressors.base import Compressor
 from compressors.registry import build_compressor
 from compressors.segment import Segmenter
+from proxy.accesslog import AccessLog, access_logger
+from proxy.accounting import Accounting, known_tenants
 from proxy.admission import Admission
 from proxy.engine import CompressionEngine
 from proxy.feedback import Feedback
@@ -28,8 +30,10 @@ from proxy.forward import Forwarder
 from proxy.gate import CostGate
 from proxy.ingest import Ingest
 from proxy.metrics import Metrics
+from proxy.operations import Operations
 from proxy.pipeline import Pipeline, Stage
 from proxy.prefill import PrefillScraper
+from proxy.ratelimit import RateLimiter
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
@@ -38,10 +42,12 @@ from proxy.settings import CompressionSettings, Settings, TimeoutSettings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
 from proxy.stages.options import OptionsStage
+from proxy.stages.quota import QuotaStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
 from proxy.stages.usage import UsageStage
 from proxy.target_tokens import TargetTokenCounter
+from proxy.telemetry.tracing import build_tracing
 from proxy.upstream.transport import AiohttpTransport, Transport
 from proxy.warmup import Warmer
 
@@ -64,6 +70,7 @@ class Components:
     transport: Transport
     tenant: TenantStage
     ingest: Ingest
+    ops: Operations  # tracing, access log, accounting, quotas (issue 22)
     discovery: Discovery | None = None
     _warming: asyncio.Task[None] | None = None
 
@@ -88,6 +95,7 @@ class Components:
         await self.feedback.drain()
         await self.client.aclose()
         await self.transport.aclose()
+        self.ops.close()
         await self.store.aclose()
         self.engine.close()
 
@@ -147,7 +155,8 @@ def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
 
 
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
-                gate: CostGate, metrics: Metrics) -> list[Stage]:  # fmt: skip
+                gate: CostGate, metrics: Metrics,
+                quota: Stage | None = None) -> list[Stage]:  # fmt: skip
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
@@ -157,6 +166,7 @@ def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngi
         SegmentStage(segmenter, c.limits),
         CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits),
         CanonicalizeStage(settings.canonical, metrics),
+        *([quota] if quota else []),  # after compression: compression buys quota
         UsageStage(),
     ]
 
@@ -181,6 +191,21 @@ def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: Endpo
     return Discovery(dns_targets, pool, resolver, settings.discovery, metrics, health.check)
 
 
+def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Operations:
+    """Issue 22's parts; each is None when its settings turn it off."""
+    known = known_tenants(settings.tenancy)
+    q, a = settings.quotas, settings.accounting
+    limiter = RateLimiter(store, q, metrics, shared=isinstance(store, RedisStore))
+    return Operations(
+        metrics,
+        tracing=build_tracing(settings.tracing),
+        access_log=AccessLog(access_logger(), settings.log_prompts)
+        if settings.access_log.enabled else None,
+        accounting=Accounting(store, a, settings.tenancy, metrics) if a.enabled else None,
+        quota=QuotaStage(limiter, metrics, known) if q.active else None,
+    )  # fmt: skip
+
+
 def build(
     settings: Settings,
     *,
@@ -195,18 +220,20 @@ def build(
     transport = transport or AiohttpTransport(settings.timeouts.connect)
     client = make_control_client(settings.timeouts)
     store = store if store is not None else make_store(settings, metrics)
+    ops = make_operations(settings, store, metrics)
     c = settings.compression
     counter = TargetTokenCounter(pool, c.tokenizer)
     engine = make_engine(c, store, counter, compressor, metrics)
     gate = make_gate(c, engine.compressor)
     tenant = TenantStage(settings.tenancy)
-    pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics), metrics,
-                        settings.log_prompts)  # fmt: skip
-    router = build_router(settings.routing, metrics, panic=settings.health.panic)
+    pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
+                        settings.log_prompts, ops.tracing)  # fmt: skip
+    router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic))
     prefixes = PrefixRegistry(store)
     feedback = make_feedback(c, metrics, gate, prefixes, client)
-    forwarder = Forwarder(pool, router, transport, settings.timeouts, pipeline,
-                          metrics, feedback, Admission(settings.limits, metrics),
+    forwarder = Forwarder(pool, router, ops.wrap_transport(transport), settings.timeouts,
+                          pipeline, metrics, ops.wrap_feedback(feedback),
+                          Admission(settings.limits, metrics),
                           tenant.authenticate, settings.max_body_bytes,
                           log_prompts=settings.log_prompts,
                           upstream=settings.upstream,
@@ -218,5 +245,5 @@ def build(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant,
-        ingest=Ingest(engine, c.rate, c.limits), discovery=discovery,
+        ingest=Ingest(engine, c.rate, c.limits), ops=ops, discovery=discovery,
     )  # fmt: skip

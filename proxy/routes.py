@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 from proxy.components import Components
 from proxy.errors import ProxyError
 from proxy.forward import read_body
+from proxy.usage_report import usage_report
 
 
 def build_routes(parts: Components) -> list[BaseRoute]:
@@ -39,6 +40,12 @@ def build_routes(parts: Components) -> list[BaseRoute]:
             body |= {"healthy": healthy, "compressor": parts.engine.state}
         return JSONResponse(body, 200 if healthy else 503)
 
+    async def usage(request: Request) -> JSONResponse:
+        """Per-tenant totals (issue 22): a tenant its own, the admin key all."""
+        report = await usage_report(parts.ops.accounting, parts.settings, parts.tenant.authenticate,
+                                    dict(request.headers))  # fmt: skip
+        return JSONResponse(report)
+
     async def metrics_endpoint(_: Request) -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
@@ -48,6 +55,7 @@ def build_routes(parts: Components) -> list[BaseRoute]:
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/v1/ragtrim/usage", usage, methods=["GET"]),
     ]
 
 

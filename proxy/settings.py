@@ -7,11 +7,19 @@ then the defaults below. Components receive their own sub-settings as arguments.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 MIN_SALT_SECRET = 16
@@ -341,6 +349,114 @@ class WarmupSettings(BaseModel):
     budget_s: float = Field(60.0, gt=0, description="Seconds a warm-up may take in all.")
 
 
+class TracingSettings(BaseModel):
+    """OpenTelemetry traces over OTLP/HTTP (the `otel` extra: proxy/telemetry/tracing.py).
+    The standard OTEL_* variables are read here, with the rest of the configuration."""
+
+    enabled: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Export traces; auto = on when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set (and OTEL_SDK_DISABLED is not true).",
+    )
+    endpoint: str = Field(
+        "",
+        description="OTLP/HTTP traces URL; empty = OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else "
+        "OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else http://127.0.0.1:4318/v1/traces.",
+    )
+    service_name: str = Field("", description="service.name; empty = OTEL_SERVICE_NAME or ragtrim.")
+    sample_ratio: float = Field(
+        1.0, ge=0, le=1, description="Share of new traces kept (a client's sampled flag wins)."
+    )
+    _from_env: bool = PrivateAttr(False)
+
+    @model_validator(mode="after")
+    def _otel_env(self) -> TracingSettings:
+        env = os.environ
+        traces, base = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            env.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        )
+        disabled = env.get("OTEL_SDK_DISABLED", "").lower() == "true"
+        self._from_env = bool(traces or base) and not disabled
+        if not self.endpoint:
+            self.endpoint = traces or (base.rstrip("/") + "/v1/traces" if base else "")
+            self.endpoint = self.endpoint or "http://127.0.0.1:4318/v1/traces"
+        self.service_name = self.service_name or env.get("OTEL_SERVICE_NAME") or "ragtrim"
+        return self
+
+    @property
+    def on(self) -> bool:
+        return self.enabled == "on" or (self.enabled == "auto" and self._from_env)
+
+
+class AccessLogSettings(BaseModel):
+    enabled: bool = Field(
+        False, description="One JSON line per request on stderr (logger ragtrim.access)."
+    )
+
+
+class AccountingSettings(BaseModel):
+    """Per-tenant usage counters in the shared store (proxy/accounting.py)."""
+
+    enabled: bool = Field(
+        True, description="Count requests and tokens per tenant, per day and month."
+    )
+    price_per_1k_prompt_tokens: float = Field(
+        0.0, ge=0, description="Price of 1k prompt tokens, for the costs /v1/ragtrim/usage shows."
+    )
+    currency: str = Field("USD", description="Currency of the price (shown as is).")
+    admin_key: str = Field(
+        "", description="Bearer key that sees every tenant's usage; empty = none does."
+    )
+
+
+class TenantQuota(BaseModel):
+    requests_per_minute: int | None = Field(None, ge=0, description="Requests per window.")
+    tokens_per_minute: int | None = Field(None, ge=0, description="Prompt tokens per window.")
+
+
+class QuotaSettings(BaseModel):
+    """Per-tenant limits shared by every replica (proxy/ratelimit.py): a fixed window
+    aligned to the Redis server's clock, one atomic Lua script per request."""
+
+    requests_per_minute: int = Field(
+        0, ge=0, description="Requests per tenant per window (0 = no limit)."
+    )
+    tokens_per_minute: int = Field(
+        0,
+        ge=0,
+        description="Prompt tokens per tenant per window, counted after compression "
+        "(0 = no limit).",
+    )
+    tenants: dict[str, TenantQuota] = Field(
+        default_factory=dict,
+        description='Per-tenant overrides: {"acme": {"requests_per_minute": 600}} (JSON/YAML).',
+    )
+    window_s: float = Field(
+        60.0, gt=0, description="Window length in seconds (60: the limits are per minute)."
+    )
+    redis_down: Literal["open", "local"] = Field(
+        "open",
+        description="Redis unreachable: open = admit (counted), local = each replica "
+        "enforces the limits alone.",
+    )
+
+    def limits_of(self, tenant: str) -> tuple[int, int]:
+        """(requests, tokens) per window for `tenant`; 0 = no limit."""
+        own = self.tenants.get(tenant) or TenantQuota()
+        rpm = (
+            self.requests_per_minute if own.requests_per_minute is None else own.requests_per_minute
+        )
+        tpm = self.tokens_per_minute if own.tokens_per_minute is None else own.tokens_per_minute
+        return rpm, tpm
+
+    @property
+    def active(self) -> bool:
+        tenants = self.tenants.values()
+        per_tenant = any(q.requests_per_minute or q.tokens_per_minute for q in tenants)
+        return bool(self.requests_per_minute or self.tokens_per_minute or per_tenant)
+
+
 class Settings(BaseSettings):
     """Every option of `ragtrim serve`; each field is also a CLI flag."""
 
@@ -374,6 +490,10 @@ class Settings(BaseSettings):
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     tenancy: TenancySettings = Field(default_factory=TenancySettings)
     warmup: WarmupSettings = Field(default_factory=WarmupSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    access_log: AccessLogSettings = Field(default_factory=AccessLogSettings)
+    accounting: AccountingSettings = Field(default_factory=AccountingSettings)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level."
     )

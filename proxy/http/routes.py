@@ -59,6 +59,7 @@ EXACT: dict[str, Route] = {
     "/v1/models": Route("control", GET, keyed=True),
     "/v1/compress": Route("control", POST),  # authenticates itself (its memo is the tenant's)
     "/metrics": Route("control", GET, keyed=True),
+    "/v1/ragtrim/usage": Route("control", GET),  # authenticates itself: a tenant or the admin key
     "/openapi.json": Route("control", GET, keyed=True),
     "/healthz": Route("control", GET),
     "/readyz": Route("control", GET),
