@@ -5,6 +5,12 @@
                         and requests per replica (`replica:<url>`)
     prefix:hot          sorted set: requests per prefix key (warm-up picks the top N)
     prefix:replay:{key} the static part of a request, replayed to warm a replica
+
+Every key expires (issue 23: the hashes and the hot set never did, so Redis grew with
+every prefix ever seen): a prefix's hash `ttl` seconds after its last request, the
+replay body `replay_ttl` after it was stored, the hot set `ttl` after the last request
+of any prefix; and the hot set holds at most 2 × `hot_keep` members (the least
+requested go; warm-up reads its top N ≤ hot_keep).
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ HOT = "prefix:hot"
 
 
 class PrefixRegistry:
-    def __init__(self, store: KVStore, replay_ttl: float = 24 * 3600):
+    def __init__(self, store: KVStore, replay_ttl: float = 24 * 3600, *,
+                 ttl: float = 7 * 24 * 3600, hot_keep: int = 1024):  # fmt: skip
         self.store = store
         self.replay_ttl = replay_ttl
+        self.ttl = ttl
+        self.hot_keep = hot_keep
 
     async def record(
         self, key: str, *, model: str, replica: str, prompt_tokens: int, cached_tokens: int
@@ -31,9 +40,9 @@ class PrefixRegistry:
         await self.store.hincr(
             f"prefix:{key}",
             {"requests": 1, "prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens,
-             f"replica:{replica}": 1},
+             f"replica:{replica}": 1}, self.ttl,
         )  # fmt: skip
-        await self.store.zincr(HOT, key)
+        await self.store.zincr(HOT, key, keep=self.hot_keep, ttl=self.ttl)
 
     async def stats(self, key: str) -> dict[str, str]:
         return await self.store.hgetall(f"prefix:{key}")

@@ -9,6 +9,7 @@ RedisStore   shared by every ragtrim replica; short timeouts, no retries; while 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 from collections import OrderedDict
@@ -16,10 +17,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from cache.breaker import Outage
+from cache.lru import OVERHEAD, ByteLRU
 
 log = logging.getLogger("ragtrim.cache")
 OnError = Callable[[str, BaseException], None]
 T = TypeVar("T")
+ZSET_TRIM_LUA = """
+local score = redis.call('ZINCRBY', KEYS[1], ARGV[1], ARGV[2])
+local keep = tonumber(ARGV[3])
+if keep > 0 and redis.call('ZCARD', KEYS[1]) > 2 * keep then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(keep + 1))
+  redis.call('ZADD', KEYS[1], score, ARGV[2])
+end
+if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 0
+"""
 
 
 class KVStore(Protocol):
@@ -40,7 +52,8 @@ class KVStore(Protocol):
 
     async def hgetall(self, key: str) -> dict[str, str]: ...
 
-    async def zincr(self, key: str, member: str, amount: float = 1) -> None: ...
+    async def zincr(self, key: str, member: str, amount: float = 1, *, keep: int | None = None,
+                    ttl: float | None = None) -> None: ...  # fmt: skip
 
     async def ztop(self, key: str, n: int) -> list[str]: ...
 
@@ -48,10 +61,13 @@ class KVStore(Protocol):
 
 
 class MemoryStore:
-    """Bounded LRU with per-entry expiry."""
+    """LRU with per-entry expiry, bounded in bytes (cache/lru.py says why): values,
+    hashes and sorted sets share one least-recently-used order under `max_bytes`.
+    `max_items` still bounds the number of plain values."""
 
-    def __init__(self, max_items: int = 100_000):
+    def __init__(self, max_items: int = 100_000, max_bytes: int = 128 << 20):
         self.max_items = max_items
+        self.lru = ByteLRU(max_bytes)
         self._data: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._hashes: dict[str, dict[str, str]] = {}
         self._hash_expires: dict[str, float] = {}  # hashes given a ttl (hincr)
@@ -63,9 +79,10 @@ class MemoryStore:
             return None
         value, expires = item
         if expires and expires < time.monotonic():
-            del self._data[key]
+            self._drop(key)
             return None
         self._data.move_to_end(key)
+        self.lru.touch(key)
         return value
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
@@ -74,8 +91,20 @@ class MemoryStore:
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         self._data[key] = (value, time.monotonic() + ttl if ttl else 0.0)
         self._data.move_to_end(key)
+        self._account(key, len(key) + len(value) + OVERHEAD)
         while len(self._data) > self.max_items:
-            self._data.popitem(last=False)
+            self._drop(next(iter(self._data)))
+
+    def _account(self, key: str, size: int) -> None:
+        for old in self.lru.set(key, size):
+            self._drop(old)
+
+    def _drop(self, key: str) -> None:
+        """Forget `key`, whatever its kind."""
+        self._data.pop(key, None)
+        self._hashes.pop(key, None)
+        self._zsets.pop(key, None)
+        self.lru.drop(key)
 
     async def set_many(self, items: dict[str, bytes], ttl: float | None = None) -> None:
         for key, value in items.items():
@@ -87,13 +116,14 @@ class MemoryStore:
         table = self._hashes.setdefault(key, {})
         for field, amount in fields.items():
             table[field] = str(float(table.get(field, 0)) + amount)
+        self._account(key, _hash_size(key, table))
         if ttl:
             self._hash_expires[key] = time.monotonic() + ttl
 
     def _expire_hash(self, key: str) -> None:
         expires = self._hash_expires.get(key)
         if expires is not None and expires < time.monotonic():
-            self._hashes.pop(key, None)
+            self._drop(key)  # its bytes leave the LRU's account too
             del self._hash_expires[key]
 
     async def eval(self, script: str, keys: Sequence[str], args: Sequence[int | float | str],
@@ -102,15 +132,30 @@ class MemoryStore:
         return await local()
 
     async def hsetnx(self, key: str, field: str, value: str) -> None:
-        self._hashes.setdefault(key, {}).setdefault(field, value)
+        table = self._hashes.setdefault(key, {})
+        table.setdefault(field, value)
+        self._account(key, _hash_size(key, table))
 
     async def hgetall(self, key: str) -> dict[str, str]:
         self._expire_hash(key)
+        self.lru.touch(key)
         return dict(self._hashes.get(key, {}))
 
-    async def zincr(self, key: str, member: str, amount: float = 1) -> None:
+    async def zincr(self, key: str, member: str, amount: float = 1, *, keep: int | None = None,
+                    ttl: float | None = None) -> None:  # fmt: skip
+        """`keep`: past 2 × keep members, the set is cut to its top `keep` and `member`
+        (ZSET_TRIM_LUA: one cut per `keep` newcomers, who have that long to climb). `ttl`
+        is Redis's business (PEXPIRE): the byte cap bounds this store."""
         zset = self._zsets.setdefault(key, {})
+        size = self.lru.size(key) or len(key) + OVERHEAD
+        if member not in zset:
+            size += len(member) + OVERHEAD
         zset[member] = zset.get(member, 0.0) + amount
+        if keep is not None and len(zset) > 2 * keep:
+            top = {*heapq.nsmallest(keep, zset, key=lambda m: (-zset[m], m)), member}
+            self._zsets[key] = zset = {m: zset[m] for m in top}
+            size = len(key) + OVERHEAD + sum(len(m) + OVERHEAD for m in zset)
+        self._account(key, size)
 
     async def ztop(self, key: str, n: int) -> list[str]:
         zset = self._zsets.get(key, {})
@@ -118,6 +163,13 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         self._data.clear()
+        self._hashes.clear()
+        self._zsets.clear()
+        self.lru.clear()
+
+
+def _hash_size(key: str, table: dict[str, str]) -> int:
+    return len(key) + OVERHEAD + sum(len(f) + len(v) + OVERHEAD for f, v in table.items())
 
 
 class RedisStore:
@@ -225,9 +277,14 @@ class RedisStore:
 
         return await self._call("hgetall", remote, lambda: self.fallback.hgetall(key))
 
-    async def zincr(self, key: str, member: str, amount: float = 1) -> None:
-        await self._call("zincr", lambda: self.client.zincrby(self.prefix + key, amount, member),
-                         lambda: self.fallback.zincr(key, member, amount))  # fmt: skip
+    async def zincr(self, key: str, member: str, amount: float = 1, *, keep: int | None = None,
+                    ttl: float | None = None) -> None:  # fmt: skip
+        """As MemoryStore.zincr, atomic on the server (ZSET_TRIM_LUA); `ttl` restarts the
+        set's expiry."""
+        local = self.fallback.zincr
+        args = [amount, member, keep or 0, int(ttl * 1000) if ttl else 0]
+        await self.eval(ZSET_TRIM_LUA, [key], args,
+                        lambda: local(key, member, amount, keep=keep, ttl=ttl))  # fmt: skip
 
     async def ztop(self, key: str, n: int) -> list[str]:
         async def remote() -> list[str]:

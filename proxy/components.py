@@ -110,11 +110,15 @@ def make_control_client(timeouts: TimeoutSettings) -> httpx.AsyncClient:
 
 
 def make_store(settings: Settings, metrics: Metrics) -> KVStore:
+    """Both bounded in bytes (settings.store.memory_bytes): the in-process store, or
+    Redis with its outage fallback."""
+    local = MemoryStore(max_bytes=settings.store.memory_bytes)
     if not settings.redis_url:
-        return MemoryStore()
+        return local
     return RedisStore(
-        settings.redis_url, on_error=lambda op, exc: metrics.store_errors.labels(op).inc()
-    )
+        settings.redis_url, on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
+        fallback=local,
+    )  # fmt: skip
 
 
 def make_engine(
@@ -229,7 +233,8 @@ def build(
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
                         settings.log_prompts, ops.tracing)  # fmt: skip
     router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic))
-    prefixes = PrefixRegistry(store)
+    prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
+                              hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, client)
     forwarder = Forwarder(pool, router, ops.wrap_transport(transport), settings.timeouts,
                           pipeline, metrics, ops.wrap_feedback(feedback),
