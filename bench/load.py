@@ -101,7 +101,7 @@ def run_backend(name: str, args, pools) -> dict:
         urls = {"direct": direct, "ragtrim": proxy}
         priming = draw(pools[-1], 8, rng, 0.0)
         idle = unloaded_p50(direct, priming, model, "load-idle-direct")
-        unloaded_p50(proxy, priming, model, "load-idle-ragtrim")  # the gate learns the backend
+        ours = unloaded_p50(proxy, priming, model, "load-idle-ragtrim")  # the gate learns
         args.slo_ms = SLO_FACTOR * idle
         bodies = [
             body(a, model, "load-capacity")
@@ -115,6 +115,7 @@ def run_backend(name: str, args, pools) -> dict:
             run_level(urls, pools[i], m, capacity, args, model, rng) for i, m in enumerate(LEVELS)
         ]
     return {"direct_capacity_rps": round(capacity, 3), "direct_unloaded_p50_ms": round(idle, 1),
+            "ragtrim_unloaded_p50_ms": round(ours, 1),
             "slo_p90_ms": round(args.slo_ms, 1), "pinned": placement is not None,
             "levels": levels}  # fmt: skip
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -118,5 +119,6 @@ def level_figures(rows: list[Row], offered: float, slo_ms: float) -> dict:
         "goodput_rps": round(good / span, 3),
         "within_slo": round(good / len(rows), 3) if rows else None,
         "compressed_share": round(len(compressed) / len(ok), 3) if ok else None,
+        "decisions": dict(Counter(r.decision.split("(", 1)[0] for r in ok if r.decision)),
         "meets_slo": bool(ttfts) and len(ok) == len(rows) and percentile(ttfts, 90) <= slo_ms,
     }

@@ -33,7 +33,8 @@ behind it (vLLM prefills at most `max_num_batched_tokens` per step, first come f
 served: each token a step spends on this prompt delays every later prompt's steps). In
 a steady queue as many requests wait behind a request as it found ahead of it, so
     saved = context_tokens × (1 − rate) × prefill_ms_per_token × (1 + waiting)
-with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/prefill.py reads it). The
+with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/prefill.py reads it; the mean of
+the last few readings, `BackendQueue`). The
 smallest fresh reading over the backends is used (routing happens after compression:
 the safe side), and a reading older than `queue_fresh_s` counts as no queue (the
 gauges are read after responses; an idle replica sends none). So compression that
@@ -108,22 +109,33 @@ class PrefillLaw:
 
 
 class BackendQueue:
-    """Each backend's last (waiting, running) gauges and when they were read."""
+    """Each backend's last `window` (waiting, running) gauges and when they were read.
 
-    def __init__(self, fresh_s: float = 2.0):
+    One reading is an instant: a request that arrived mid-step shows as waiting until
+    the step ends, even on an idle replica. The mean of the fresh readings estimates
+    the time-average queue (what Little's law relates to the wait), so a blip counts
+    for its share and a standing queue fully."""
+
+    def __init__(self, fresh_s: float = 2.0, window: int = 4):
         self.fresh_s = fresh_s
-        self.readings: dict[str, tuple[float, float, float]] = {}
+        self.window = window
+        self.readings: dict[str, deque[tuple[float, float, float]]] = {}
 
     def observe(self, backend: str, waiting: float, running: float,
                 at: float | None = None) -> None:  # fmt: skip
         at = time.monotonic() if at is None else at
-        self.readings[backend] = (max(0.0, waiting), max(0.0, running), at)
+        kept = self.readings.setdefault(backend, deque(maxlen=self.window))
+        kept.append((max(0.0, waiting), max(0.0, running), at))
 
     def waiting(self, now: float | None = None) -> float:
-        """Requests waiting on the least-queued backend (0 when no reading is fresh)."""
+        """Mean requests waiting on the least-queued backend; a backend without a
+        fresh reading counts as none waiting."""
         now = time.monotonic() if now is None else now
-        fresh = [w for w, _, at in self.readings.values() if now - at <= self.fresh_s]
-        return min(fresh) if fresh and len(fresh) == len(self.readings) else 0.0
+        means = []
+        for kept in self.readings.values():
+            fresh = [w for w, _, at in kept if now - at <= self.fresh_s]
+            means.append(statistics.fmean(fresh) if fresh else 0.0)
+        return min(means, default=0.0)
 
 
 def queue_multiplier(waiting: float) -> float:
@@ -231,7 +243,7 @@ class CostGate:
         saved = context_tokens * (1 - rate) * prefill * queue_multiplier(waiting)
         detail = f"saved={saved:.0f}ms,cost={cost:.0f}ms"
         if waiting:
-            detail += f",queued={waiting:g}"
+            detail += f",queued={waiting:.2g}"
         if cold and wait_ms:
             detail += f",wait={wait_ms:.0f}ms"
         if cost > self.max_added_ms:

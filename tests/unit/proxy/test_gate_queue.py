@@ -31,7 +31,10 @@ def test_idle_gpu_skips_and_a_queue_makes_the_same_compression_pay():
     g.observe_queue("b", waiting=3, running=12)  # 4 prefills' worth: 120 ms saved
     d = decide(g)
     assert d.action == "compress" and "queued=3" in d.reason, d.reason
-    g.observe_queue("b", waiting=0, running=12)  # drained: back to one request's saving
+    g.observe_queue("b", waiting=0, running=12)  # one reading: the mean still says 1.5
+    assert decide(g).action == "compress"
+    for _ in range(3):  # drained (the window's 4 readings all 0): one request's saving
+        g.observe_queue("b", waiting=0, running=12)
     assert decide(g).action == "skip"
 
 
@@ -58,6 +61,10 @@ def test_stale_or_partial_readings_count_as_no_queue():
     assert q.waiting(now=103.0) == 0  # no response since: the gauge may be long gone
     q.observe("b", 2, 1, at=101.0)
     assert q.waiting(now=101.5) == 2  # the least-queued backend (routing comes later)
+    for at, waiting in ((104.0, 0), (104.5, 1), (105.0, 0), (105.5, 1)):
+        q.observe("a", waiting, 1, at=at)
+        q.observe("b", 2, 1, at=at)
+    assert q.waiting(now=105.6) == 0.5  # a blip counts for its share of the time
     q.readings.clear()
     q.observe("a", 5, 1, at=100.0)
     q.observe("b", 1, 1, at=90.0)  # b idle (stale): the request may well go there
@@ -109,7 +116,7 @@ def test_app_compresses_under_a_backend_queue_and_stops_when_it_drains(make_prox
         sim.waiting = 6
         queued = decisions(proxy.url, 4)
         sim.waiting = 0
-        drained = decisions(proxy.url, 4)
+        drained = decisions(proxy.url, 8)  # the gate's window of readings refills with 0
     assert any(d.startswith("skip:not-worth-it") for d in idle), idle
     assert not any(d.startswith("compress:auto") for d in idle), idle
     assert any(d.startswith("compress:auto") and "queued=6" in d for d in queued), queued
