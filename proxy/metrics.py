@@ -142,6 +142,35 @@ class Metrics:
             "ragtrim_discovery_endpoints", "Replicas a discovered backend resolves to",
             ["target"], registry=r,
         )  # fmt: skip
+        self._tenant_instruments(r)
+
+    def _tenant_instruments(self, r: CollectorRegistry) -> None:
+        """Per tenant (issue 22); the label is bounded to the configured tenants, any
+        other name is counted as "other" (proxy/accounting.py)."""
+        self.tenant_requests = Counter(
+            "ragtrim_tenant_requests", "Requests answered by a backend, per tenant", ["tenant"],
+            registry=r,
+        )  # fmt: skip
+        self.tenant_prompt_tokens = Counter(
+            "ragtrim_tenant_prompt_tokens", "Prompt tokens sent (vLLM's usage), per tenant",
+            ["tenant"], registry=r,
+        )  # fmt: skip
+        self.tenant_tokens_removed = Counter(
+            "ragtrim_tenant_tokens_removed", "Context tokens compression removed, per tenant",
+            ["tenant"], registry=r,
+        )  # fmt: skip
+        self.tenant_cached_tokens = Counter(
+            "ragtrim_tenant_cached_tokens", "Prompt tokens vLLM served from its prefix cache, "
+            "per tenant", ["tenant"], registry=r,
+        )  # fmt: skip
+        self.quota_refusals = Counter(
+            "ragtrim_quota_refusals", "Requests refused with 429 by a tenant's limits",
+            ["tenant", "limit"], registry=r,
+        )  # fmt: skip
+        self.quota_fail_open = Counter(
+            "ragtrim_quota_fail_open", "Requests admitted unchecked: the shared store was down "
+            "(quotas.redis_down=open)", registry=r,
+        )  # fmt: skip
 
     def watch_pool(self, pool) -> None:
         """Export per-backend in-flight and health, read from the pool at scrape time

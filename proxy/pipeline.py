@@ -4,6 +4,9 @@ A stage is `async __call__(ctx) -> None` with a `name`. A stage may reject bad
 input by raising a ProxyError (a 4xx); any other failure fails open: it is
 logged and counted, and the request goes on with what the previous stages left.
 Stages therefore change `ctx` only once their work has succeeded.
+
+With tracing on, the stages that cost time (TRACED_STAGES) each run in a span
+(proxy/telemetry/tracing.py); the request's telemetry record is bound to `ctx` first.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Protocol
 from proxy.context import RequestContext
 from proxy.errors import ProxyError
 from proxy.metrics import Metrics
+from proxy.telemetry.record import bind
+from proxy.telemetry.tracing import TRACED_STAGES, Tracing
 
 log = logging.getLogger("ragtrim.pipeline")
 
@@ -38,15 +43,22 @@ def describe_error(exc: BaseException, with_text: bool) -> str:
 
 
 class Pipeline:
-    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool = False):
+    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool = False,
+                 tracing: Tracing | None = None):  # fmt: skip
         self.stages = list(stages)
         self.metrics = metrics
         self.log_prompts = log_prompts
+        self.tracing = tracing
 
     async def run(self, ctx: RequestContext) -> None:
+        bind(ctx)
+        tracing = self.tracing
         for stage in self.stages:
             try:
-                await stage(ctx)
+                if tracing is not None and stage.name in TRACED_STAGES:
+                    await tracing.run_stage(stage, ctx)
+                else:
+                    await stage(ctx)
             except ProxyError:
                 raise
             except Exception as exc:  # noqa: BLE001 - fail open, by design

@@ -1,0 +1,113 @@
+"""Per-tenant accounting shared by every replica: what each tenant sent and saved.
+
+One hash per tenant and period in the shared store (cache/store.py `hincr`, with a
+TTL so old periods go away by themselves):
+
+    usage:{tenant}:day:2026-12-01     expires after 3 days
+    usage:{tenant}:month:2026-12      expires after 62 days
+
+fields: requests, prompt_tokens (vLLM's usage: what the model was sent), tokens_before
+and tokens_after (the context, around compression: the x-ragtrim-tokens-* headers),
+tokens_removed (before − after) and cached_tokens (vLLM's prefix-cache hits). Periods
+are UTC. Every replica adds to the same hashes (HINCRBYFLOAT is atomic); when Redis is
+down the store's in-process fallback takes the counts and the failure is counted
+(ragtrim_store_errors{op="hincr"}): those requests are missing from the shared view.
+
+The Prometheus counters carry the tenant as a label, bounded to the configured tenants
+(tenancy.api_keys' tenants and the default tenant); any other name is "other", so a
+client cannot grow the series without limit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from cache.store import KVStore
+from proxy.metrics import Metrics
+from proxy.settings import AccountingSettings, TenancySettings
+
+DAY_TTL_S = 3 * 24 * 3600
+MONTH_TTL_S = 62 * 24 * 3600
+FIELDS = ("requests", "prompt_tokens", "tokens_before", "tokens_after", "tokens_removed",
+          "cached_tokens")  # fmt: skip
+
+
+def known_tenants(tenancy: TenancySettings) -> frozenset[str]:
+    """The tenants requests can have: the keys' (an unknown key is a 401), or else the
+    default tenant alone."""
+    return frozenset(tenancy.api_keys.values()) or frozenset({tenancy.default_tenant})
+
+
+def tenant_label(tenant: str, known: frozenset[str]) -> str:
+    if tenant not in known:
+        return "other"
+    return tenant or "default"
+
+
+def periods(now: float) -> dict[str, tuple[str, float]]:
+    """Period name → (its key part, the key's TTL) for the instant `now` (UTC)."""
+    day = datetime.fromtimestamp(now, UTC)
+    return {"today": (f"day:{day:%Y-%m-%d}", DAY_TTL_S),
+            "month": (f"month:{day:%Y-%m}", MONTH_TTL_S)}  # fmt: skip
+
+
+def counts_of(headers: dict[str, str], usage: dict[str, Any] | None) -> dict[str, float]:
+    """One request's increments, from its x-ragtrim-* headers and vLLM's usage."""
+    before = int(headers.get("x-ragtrim-tokens-before") or 0)
+    after = int(headers.get("x-ragtrim-tokens-after") or before)
+    usage = usage or {}
+    details = usage.get("prompt_tokens_details") or {}
+    return {
+        "requests": 1,
+        "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+        "tokens_before": before,
+        "tokens_after": after,
+        "tokens_removed": before - after,
+        "cached_tokens": int(details.get("cached_tokens") or 0),
+    }
+
+
+class Accounting:
+    def __init__(self, store: KVStore, settings: AccountingSettings, tenancy: TenancySettings,
+                 metrics: Metrics, clock: Callable[[], float] = time.time):  # fmt: skip
+        self.store = store
+        self.settings = settings
+        self.metrics = metrics
+        self.known = known_tenants(tenancy)
+        self.clock = clock
+
+    async def record(self, tenant: str, counts: dict[str, float]) -> None:
+        label = tenant_label(tenant, self.known)
+        m = self.metrics
+        m.tenant_requests.labels(label).inc(counts["requests"])
+        m.tenant_prompt_tokens.labels(label).inc(counts["prompt_tokens"])
+        m.tenant_tokens_removed.labels(label).inc(max(counts["tokens_removed"], 0))
+        m.tenant_cached_tokens.labels(label).inc(counts["cached_tokens"])
+        for part, ttl in periods(self.clock()).values():
+            await self.store.hincr(f"usage:{tenant}:{part}", counts, ttl)
+
+    async def totals(self, tenant: str) -> dict[str, Any]:
+        """Today's and this month's totals for one tenant, with their costs."""
+        out: dict[str, Any] = {"tenant": tenant}
+        for name, (part, _) in periods(self.clock()).items():
+            raw = await self.store.hgetall(f"usage:{tenant}:{part}")
+            totals = {f: int(float(raw.get(f, 0))) for f in FIELDS}
+            out[name] = totals | self._costs(totals)
+        return out
+
+    def _costs(self, totals: dict[str, int]) -> dict[str, Any]:
+        """At the configured price: what was sent, what compression kept from being sent."""
+        per_token = self.settings.price_per_1k_prompt_tokens / 1000
+        sent = totals["prompt_tokens"] * per_token
+        saved = max(totals["tokens_removed"], 0) * per_token
+        return {"cost": round(sent, 6), "cost_saved": round(saved, 6),
+                "cost_without_ragtrim": round(sent + saved, 6),
+                "currency": self.settings.currency}  # fmt: skip
+
+    async def report(self, tenants: Iterable[str]) -> dict[str, Any]:
+        return {"object": "ragtrim.usage", "price_per_1k_prompt_tokens":
+                self.settings.price_per_1k_prompt_tokens,
+                "data": [await self.totals(t) for t in sorted(tenants)]}  # fmt: skip

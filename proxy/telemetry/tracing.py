@@ -1,0 +1,118 @@
+"""OpenTelemetry traces, exported over OTLP/HTTP (the optional `otel` extra).
+
+    server span   POST /v1/chat/completions   (proxy/middleware/telemetry.py)
+    ├── ragtrim.segment                        the template found
+    ├── ragtrim.compress                       decision, tokens before/after
+    ├── ragtrim.quota                          the tenant's remaining quota
+    ├── ragtrim.route                          the first-ranked backend (traced.py)
+    └── upstream POST                          the backend used, time to first byte
+
+The incoming `traceparent`/`tracestate` (W3C Trace Context) continue the client's
+trace; the upstream request carries this trace's context, so vLLM's own spans (with
+`--otlp-traces-endpoint` set) join it, as vLLM production-stack does (PR #772).
+
+The provider is built here, from settings, by the composition root and passed to the
+parts that make spans: the global provider (`trace.set_tracer_provider`) is never
+set, so two apps in one process (tests, the LangChain integration) never share one.
+What OpenTelemetry does keep globally is its *current context*, a ContextVar, which
+`start_as_current_span` sets for the duration of a span: that is how a stage's span
+finds the server span as its parent across the awaits in between.
+
+Attributes never carry prompt text: the stage spans copy the x-ragtrim-* values a
+stage set (template names, decisions, counts), the server span the route, the model
+and the tenant. Off (the default), none of this is imported or called.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from proxy.context import RequestContext
+from proxy.settings import TracingSettings
+
+log = logging.getLogger("ragtrim.tracing")
+TRACED_STAGES = frozenset({"segment", "compress", "quota"})  # the ones that cost time
+_TRACE_HEADERS = frozenset({"traceparent", "tracestate"})
+
+
+class Tracing:
+    def __init__(self, provider: Any):
+        from opentelemetry import trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self.provider = provider
+        self.tracer = provider.get_tracer("ragtrim")
+        self.propagator = TraceContextTextMapPropagator()
+        self._trace = trace
+
+    def server_span(self, scope: dict[str, Any]):
+        """The request's span, continuing the client's trace when it sent one."""
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
+                   if k in (b"traceparent", b"tracestate")}  # fmt: skip
+        parent = self.propagator.extract(carrier) if carrier else None
+        method, path = scope.get("method", ""), scope.get("path", "")
+        attributes = {"http.request.method": method, "url.path": path}
+        return self.tracer.start_as_current_span(f"{method} {path}", context=parent,
+                                                 kind=self._trace.SpanKind.SERVER,
+                                                 attributes=attributes)  # fmt: skip
+
+    @contextmanager
+    def span(self, name: str, **attributes: Any) -> Iterator[Any]:
+        with self.tracer.start_as_current_span(name, attributes=attributes) as span:
+            yield span
+
+    async def run_stage(self, stage: Any, ctx: RequestContext) -> None:
+        """Run a pipeline stage in its own span; the x-ragtrim-* values it set become
+        attributes (ragtrim.decision, ragtrim.tokens-before, ...)."""
+        before = dict(ctx.response_headers)
+        with self.tracer.start_as_current_span(f"ragtrim.{stage.name}") as span:
+            try:
+                await stage(ctx)
+            finally:
+                for name, value in ctx.response_headers.items():
+                    if before.get(name) != value:
+                        span.set_attribute(_attribute(name), value)
+
+    def start_client_span(self, name: str, attributes: dict[str, Any]) -> Any:
+        return self.tracer.start_span(name, kind=self._trace.SpanKind.CLIENT,
+                                      attributes=attributes)  # fmt: skip
+
+    def inject(self, headers: list[tuple[str, str]], span: Any) -> list[tuple[str, str]]:
+        """`headers` with the client's trace headers replaced by `span`'s context."""
+        carrier: dict[str, str] = {}
+        self.propagator.inject(carrier, context=self._trace.set_span_in_context(span))
+        kept = [(k, v) for k, v in headers if k.lower() not in _TRACE_HEADERS]
+        return kept + list(carrier.items())
+
+    def shutdown(self) -> None:
+        """Flush what is buffered, then stop the exporter (on app shutdown)."""
+        self.provider.shutdown()
+
+
+def _attribute(header: str) -> str:
+    return "ragtrim." + header.removeprefix("x-ragtrim-").replace("x-ratelimit-", "ratelimit.")
+
+
+def build_tracing(settings: TracingSettings) -> Tracing | None:
+    """The tracing of one app, or None when off (or the otel extra is missing)."""
+    if not settings.on:
+        return None
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+    except ImportError:
+        log.warning("tracing is on but OpenTelemetry is not installed: pip install 'ragtrim[otel]'")
+        return None
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": settings.service_name}),
+        sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
+        shutdown_on_exit=False,  # the app shuts it down (Components.stop), no atexit hook
+    )
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.endpoint)))
+    return Tracing(provider)

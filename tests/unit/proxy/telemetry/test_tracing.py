@@ -1,0 +1,95 @@
+"""Tracing through a real ragtrim (uvicorn) in front of a real upstream, exported to a
+real OTLP/HTTP receiver: one trace continuing the client's, the server span, the stage
+spans, the route and upstream spans; the upstream sees this trace's traceparent."""
+
+import time
+
+import httpx
+from stub_vllm import StubVllm
+
+from proxy.app import create_app
+from proxy.settings import Settings
+from tests.support.servers import serving
+from tests.unit.proxy.doubles import HalfWords
+from tests.unit.proxy.telemetry.otlp_receiver import OtlpReceiver
+from tests.unit.proxy.test_tenant_ops_e2e import ALWAYS, QUESTION, rag_body
+
+TRACE_ID, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{CLIENT_SPAN}-01"
+
+
+class Recording:
+    """The stub backend, keeping the headers of every request it got."""
+
+    def __init__(self) -> None:
+        self.stub = StubVllm()
+        self.seen: list[dict[str, str]] = []
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/v1/chat/completions":
+            self.seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await self.stub(scope, receive, send)
+
+
+def one_request(upstream_url: str, **settings) -> httpx.Response:
+    app = create_app(Settings(backends=[upstream_url], compression=ALWAYS, **settings),
+                     compressor=HalfWords())  # fmt: skip
+    with serving(app) as proxy:  # leaving it shuts the app down: the spans are flushed
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{proxy.url}/readyz").json()["compressor"] in ("cold", "loading"):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        headers = {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
+        return httpx.post(f"{proxy.url}/v1/chat/completions", json=rag_body(), headers=headers)
+
+
+def test_one_trace_server_stage_route_and_upstream_spans_and_the_propagated_header():
+    upstream = Recording()
+    with OtlpReceiver() as receiver, serving(upstream) as backend:
+        resp = one_request(backend.url, tracing={"enabled": "on", "endpoint": receiver.url,
+                                                 "service_name": "ragtrim-test"})  # fmt: skip
+    assert resp.status_code == 200
+    spans = [s for s in receiver.spans if s["trace_id"] == TRACE_ID]
+    assert {s["service"] for s in spans} == {"ragtrim-test"}
+    (server,) = [s for s in spans if s["name"] == "POST /v1/chat/completions"]
+    assert server["parent"] == CLIENT_SPAN  # the client's trace, continued
+    assert server["attributes"]["http.response.status_code"] == 200
+    assert server["attributes"]["ragtrim.request_id"] == resp.headers["x-request-id"]
+    assert server["attributes"]["gen_ai.request.model"] == "stub-model"
+    children = {s["name"]: s for s in spans if s["parent"] == server["span_id"]}
+    assert set(children) == {"ragtrim.segment", "ragtrim.compress", "ragtrim.route",
+                             "upstream POST"}  # fmt: skip
+    compress = children["ragtrim.compress"]["attributes"]
+    assert compress["ragtrim.decision"] == resp.headers["x-ragtrim-decision"]
+    assert compress["ragtrim.tokens-before"] == resp.headers["x-ragtrim-tokens-before"]
+    assert compress["ragtrim.tokens-after"] == resp.headers["x-ragtrim-tokens-after"]
+    assert children["ragtrim.segment"]["attributes"]["ragtrim.template"]
+    assert children["ragtrim.route"]["attributes"]["ragtrim.route.backend"] == backend.url
+    up = children["upstream POST"]
+    assert up["attributes"]["http.response.status_code"] == 200
+    assert up["attributes"]["ragtrim.upstream.ttfb_ms"] > 0 and "first_byte" in up["events"]
+    (seen,) = upstream.seen
+    assert seen["traceparent"] == f"00-{TRACE_ID}-{up['span_id']}-01"  # this trace, this span
+    assert seen["tracestate"] == "vendor=1"
+    values = [str(v) for s in spans for v in s["attributes"].values()]
+    assert not [v for v in values if "bridge" in v or QUESTION in v]  # no prompt text
+
+
+def test_nothing_is_sent_when_off_and_the_clients_header_passes_unchanged():
+    upstream = Recording()
+    with OtlpReceiver() as receiver, serving(upstream) as backend:
+        resp = one_request(backend.url, tracing={"endpoint": receiver.url})  # auto, no OTEL_*
+    assert resp.status_code == 200
+    assert receiver.requests == 0 and receiver.spans == []
+    assert upstream.seen[0]["traceparent"] == TRACEPARENT
+
+
+def test_otel_environment_turns_it_on(monkeypatch):
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318/")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "gateway")
+    tracing = Settings().tracing
+    assert tracing.on and tracing.endpoint == "http://127.0.0.1:4318/v1/traces"
+    assert tracing.service_name == "gateway"
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert not Settings().tracing.on
+    assert Settings(tracing={"enabled": "on"}).tracing.on

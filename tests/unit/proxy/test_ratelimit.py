@@ -1,0 +1,102 @@
+"""The per-tenant window (proxy/ratelimit.py): fixed, refused requests not counted,
+OpenAI's headers, and what happens without a shared store."""
+
+import pytest
+
+from cache.store import MemoryStore, RedisStore
+from proxy.metrics import Metrics
+from proxy.ratelimit import (
+    LocalWindow,
+    RateLimited,
+    RateLimiter,
+    Verdict,
+    estimate_tokens,
+    reset_text,
+)
+from proxy.settings import QuotaSettings
+from tests.support.servers import free_port
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_040.0):  # 20 s into a 60 s window
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_fixed_window_admits_the_limit_refuses_without_counting_and_recovers():
+    clock = Clock()
+    window = LocalWindow(60_000, clock)
+    admitted = [window.admit("acme", 3, 0, 10)[0] for _ in range(5)]
+    assert admitted == [1, 1, 1, 0, 0]
+    assert window.admit("acme", 3, 0, 10)[1:3] == (3, 30)  # refusals were not counted
+    assert window.admit("globex", 3, 0, 10)[0] == 1  # another tenant is untouched
+    ok, _, _, reset = window.admit("acme", 3, 0, 10)
+    assert reset == 40_000  # ms to the window's end, aligned to the clock
+    clock.now += 40.0  # the next window starts
+    assert window.admit("acme", 3, 0, 10)[:3] == (1, 1, 10)
+
+
+def test_tokens_limit_counts_what_the_request_carries():
+    window = LocalWindow(60_000, Clock())
+    assert window.admit("t", 0, 100, 60)[0] == 1
+    assert window.admit("t", 0, 100, 50)[0] == 0  # 110 > 100
+    assert window.admit("t", 0, 100, 40)[0] == 1  # exactly 100
+
+
+def test_reset_is_written_as_openai_does():
+    assert [reset_text(ms) for ms in (250, 1000, 17_500, 360_000, 61_250)] == [
+        "250ms", "1s", "17.5s", "6m0s", "1m1.25s"]  # fmt: skip
+
+
+def test_headers_and_the_429_envelope():
+    verdict = Verdict.of((0, 5, 300, 1500), rpm=5, tpm=1000)
+    assert verdict.refused_by == "requests"
+    assert verdict.headers() == {
+        "x-ratelimit-limit-requests": "5", "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "1.5s", "x-ratelimit-limit-tokens": "1000",
+        "x-ratelimit-remaining-tokens": "700", "x-ratelimit-reset-tokens": "1.5s",
+    }  # fmt: skip
+    error = RateLimited(verdict)
+    assert error.status == 429 and error.envelope()["error"]["code"] == "rate_limit_exceeded"
+    headers = dict(error.headers())
+    assert headers[b"retry-after"] == b"2" and headers[b"x-ratelimit-remaining-requests"] == b"0"
+    only_tokens = Verdict.of((0, 1, 90, 10), rpm=0, tpm=100)
+    assert only_tokens.refused_by == "tokens" and "x-ratelimit-limit-requests" not in (
+        only_tokens.headers()
+    )
+
+
+def test_estimate_counts_chat_contents_and_prompts():
+    parts = [{"type": "text", "text": "y" * 8}]
+    chat = {"messages": [{"role": "user", "content": "x" * 40}, {"role": "user", "content": parts}]}
+    assert estimate_tokens(chat) == 12
+    assert estimate_tokens({"prompt": ["abcd", "efg"]}) == 2
+
+
+async def test_per_tenant_overrides_and_no_limit():
+    tenants = {"big": {"requests_per_minute": 4}, "free": {"requests_per_minute": 0}}
+    settings = QuotaSettings(requests_per_minute=2, tenants=tenants)
+    limiter = RateLimiter(MemoryStore(), settings, Metrics(), shared=False, clock=Clock())
+    assert [(await limiter.admit("big", 1)).allowed for _ in range(5)] == [True] * 4 + [False]
+    assert [(await limiter.admit("x", 1)).allowed for _ in range(3)] == [True, True, False]
+    assert await limiter.admit("free", 1) is None  # 0 = no limit for that tenant
+
+
+@pytest.mark.parametrize("mode", ["open", "local"])
+async def test_redis_down_fails_open_counted_or_limits_locally(mode):
+    metrics = Metrics()
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.05)  # nothing listens
+    settings = QuotaSettings(requests_per_minute=2, redis_down=mode)
+    limiter = RateLimiter(store, settings, metrics, shared=True, clock=Clock())
+    try:
+        verdicts = [await limiter.admit("acme", 1) for _ in range(4)]
+    finally:
+        await store.aclose()
+    allowed = [v.allowed for v in verdicts]
+    fail_open = metrics.quota_fail_open._value.get()
+    if mode == "open":
+        assert allowed == [True] * 4 and fail_open == 4
+    else:
+        assert allowed == [True, True, False, False] and fail_open == 0
