@@ -5,4 +5,6 @@ transport.py  `Transport`: the one-method seam to an HTTP client (aiohttp by def
 headers.py    which headers cross the proxy, as raw bytes
 exchange.py   `Exchange`: in-flight slot, failover before the first byte, deadlines,
               relay, and what the answer teaches (TTFT, TPOT) — released in one place
+answer.py     which backend answers are relayed and which become ragtrim's 502
+resources.py  errors that are ragtrim's own (EMFILE...), never a backend's
 """
