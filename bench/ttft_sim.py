@@ -27,7 +27,9 @@ import time
 
 from bench import ttft
 from bench.common import free_port, spawn, spawn_ragtrim, stop, write_result
+from bench.reuse_workload import WARMUP, ReuseDraw, run_reuse_cells, warm_up
 from bench.squad import build_cases
+from bench.stream import stream_chat
 
 BUCKETS = ((450, 650), (950, 1250), (1800, 2200), (2700, 3100), (3400, 3900))
 HEADLINE_MIN_TOKENS = 1800  # "2–4k-token contexts": the 1.8–2.2k bucket and above
@@ -43,7 +45,24 @@ def start_stub(per_token_ms: float):
     return spawn(args, f"http://127.0.0.1:{port}/health"), f"http://127.0.0.1:{port}"
 
 
-def run_speed(per_token_ms: float, args) -> list:
+def measure_reuse(stub_url: str, proxy_url: str, priming, args) -> list:
+    """The reuse regime (bench/reuse_workload.py) after the cold and warm cells, on the
+    same ragtrim (those cells' documents are other paragraphs: seeded apart)."""
+    import httpx
+
+    from compressors.tokens import HFTokenCounter
+
+    draw = ReuseDraw(args.seed + 1000, HFTokenCounter(TOKENIZER))
+    urls = {"direct": stub_url, "reuse": proxy_url}
+    with httpx.Client(timeout=600) as client:
+        for case in priming:  # the reuse path's system prompt, uncompressed, under its salt
+            stream_chat(client, proxy_url, ttft.request(case, "reuse"),
+                        {"x-ragtrim-compress": "off"})  # fmt: skip
+        warm_up(client, proxy_url, draw, args.reuse_warmup)
+        return run_reuse_cells(client, urls, draw, args.reuse_per_cell, ttft.SERVED)
+
+
+def run_speed(per_token_ms: float, args) -> tuple[list, list]:
     cases = ttft.bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
     priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
     stub_proc, stub_url = start_stub(per_token_ms)
@@ -59,7 +78,9 @@ def run_speed(per_token_ms: float, args) -> list:
         proxy = spawn_ragtrim([stub_url], port, env)
         proxy_url = f"http://127.0.0.1:{port}"
         urls = {"direct": stub_url, "cold": proxy_url, "warm": proxy_url}
-        return ttft.measure(urls, cases, priming, args)
+        cells = ttft.measure(urls, cases, priming, args) if args.buckets else []
+        reuse = measure_reuse(stub_url, proxy_url, priming, args) if args.reuse_per_cell else []
+        return cells, reuse
     finally:
         if proxy is not None:
             stop(proxy)
@@ -71,14 +92,19 @@ def headline_ratio(cells: list, path: str) -> float | None:
     return ttft.median_of(big, path) if big else None
 
 
-def summarize(by_speed: dict[str, list], args, wall_s: float) -> dict:
-    speeds = {k: ttft.headline(cells, args.rate) for k, cells in by_speed.items()}
-    worst = max(h["worst_ratio"] for h in speeds.values())
+def summarize(by_speed: dict[str, list], args, wall_s: float, reuse: dict[str, list]) -> dict:
+    speeds = {k: ttft.headline(cells, args.rate) for k, cells in by_speed.items() if cells}
+    reuse_p50 = {k: ttft.median_of(c, "reuse") for k, c in reuse.items()}
+    worst = max([h["worst_ratio"] for h in speeds.values()]
+                + [c["reuse"]["ratio_p50"] for cells in reuse.values() for c in cells])  # fmt: skip
     return {
         "cold_ratio_p50": {k: headline_ratio(c, "cold") for k, c in by_speed.items()},
         "warm_ratio_p50": {k: headline_ratio(c, "warm") for k, c in by_speed.items()},
+        "reuse_ratio_p50": reuse_p50,
         "worst_ratio": worst,
-        "gold_retention": round(statistics.mean(h["gold_retention"] for h in speeds.values()), 3),
+        "reuse": {"workload": ReuseDraw.describe_static(), "cells": reuse},
+        "gold_retention": round(statistics.mean(h["gold_retention"] for h in speeds.values()), 3)
+        if speeds else None,
         "compressor": args.compressor,
         "rate": args.rate,
         "pairing": "per-case",
@@ -88,7 +114,10 @@ def summarize(by_speed: dict[str, list], args, wall_s: float) -> dict:
             "cold_ratio_p50/warm_ratio_p50": "keyed by ms per token: median over the cells "
             f"with >= {HEADLINE_MIN_TOKENS} context tokens (c=1 and c=4) of the cell's "
             "median per-case ragtrim/direct TTFT",
-            "worst_ratio": "max over every cell and speed of ratio_p50 (cold and warm)",
+            "worst_ratio": "max over every cell and speed of ratio_p50 (cold, warm, reuse)",
+            "reuse_ratio_p50": "keyed by ms per token: median over the reuse cells (c=1, c=4) "
+            "of the per-case median ragtrim/direct TTFT; Zipf-popular documents, each "
+            "question new, after a warm-up (bench/reuse_workload.py)",
         },
         "speeds": speeds,
         "wall_s": round(wall_s, 1),
@@ -103,18 +132,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rate", type=float, default=0.33, help="share of context kept")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--buckets", type=int, default=len(BUCKETS), help="smallest N buckets")
+    parser.add_argument("--reuse-per-cell", type=int, default=20, help="0: no reuse regime")
+    parser.add_argument("--reuse-warmup", type=int, default=WARMUP, help="warm-up requests")
     args = parser.parse_args(argv)
     if not (TOKENIZER / "tokenizer.json").exists():
         raise SystemExit(f"{TOKENIZER} missing: run make setup")
-    started, by_speed = time.monotonic(), {}
+    started, by_speed, reuse = time.monotonic(), {}, {}
     for speed in args.speeds.split(","):
         print(f"== {speed} ms per token")
-        by_speed[speed] = run_speed(float(speed), args)
-    result = summarize(by_speed, args, time.monotonic() - started)
+        by_speed[speed], reuse[speed] = run_speed(float(speed), args)
+    result = summarize(by_speed, args, time.monotonic() - started, reuse)
     write_result("ttft_sim", result)
     print(
         f"ttft_sim ({args.compressor}): cold_ratio_p50 {result['cold_ratio_p50']}, "
-        f"warm_ratio_p50 {result['warm_ratio_p50']}, worst_ratio {result['worst_ratio']}"
+        f"warm_ratio_p50 {result['warm_ratio_p50']}, reuse_ratio_p50 "
+        f"{result['reuse_ratio_p50']}, worst_ratio {result['worst_ratio']} "
+        f"({result['wall_s']} s)"
     )
     return result
 

@@ -172,8 +172,8 @@ class CostGate:
 
     def observe_compression(self, outcome) -> None:
         """Learn the solo cost per token: the worker time divided by the contention the
-        job ran under; all-seen and all-unseen jobs teach their own rate (a mix teaches
-        neither: its split is unknown)."""
+        job ran under; all-unseen jobs teach the cold rate, jobs with seen documents the
+        seen rate (`_observe_seen`)."""
         if outcome.misses and outcome.tokens_before:
             cold_tokens = outcome.tokens_before * outcome.misses / (outcome.hits + outcome.misses)
             work_ms = getattr(outcome, "work_ms", None)
@@ -183,8 +183,17 @@ class CostGate:
             seen = getattr(outcome, "seen", 0)
             if seen == 0:
                 self.compress_cost.add(ms, round(cold_tokens))
-            elif seen == outcome.misses:
-                self.seen_cost.add(ms, round(cold_tokens))
+            else:
+                self._observe_seen(ms, cold_tokens, seen / outcome.misses)
+
+    def _observe_seen(self, ms: float, tokens: float, share: float) -> None:
+        """A job whose misses were `share` seen: what the unseen part cost at the cold
+        rate is taken out, the rest is the seen part's (traffic of popular chunks is
+        mostly such mixes: all-seen jobs alone would leave the prior in charge)."""
+        seen_tokens = tokens * share
+        unseen_ms = (tokens - seen_tokens) * self.compressor_ms_per_token()
+        if seen_tokens >= MIN_SAMPLE_TOKENS:
+            self.seen_cost.add(max(0.0, ms - unseen_ms), round(seen_tokens))
 
     def observe_queue(self, backend: str, waiting: float, running: float) -> None:
         self.queue.observe(backend, waiting, running)

@@ -48,8 +48,11 @@ def test_contention_scales_the_cost_and_is_divided_out_of_samples():
     g.observe_compression(Out(1000, 0, 2, work_ms=16.0, in_flight=4))  # 8 ms solo
     assert abs(g.compressor_ms_per_token() - 0.008) < 1e-12
     g.observe_compression(Out(1000, 0, 2, work_ms=0.5, seen=2))  # all seen: the seen rate
-    g.observe_compression(Out(1000, 0, 2, work_ms=4.0, seen=1))  # a mix teaches neither
-    assert g.seen_ms_per_token() == 0.0005 and abs(g.compressor_ms_per_token() - 0.008) < 1e-12
+    assert g.seen_ms_per_token() == 0.0005
+    g.observe_compression(Out(1000, 0, 2, work_ms=4.5, seen=1))  # 4 ms of it the cold half
+    g.observe_compression(Out(1000, 0, 2, work_ms=4.5, seen=1))
+    assert abs(g.seen_ms_per_token() - 0.001) < 1e-12  # median of 0.5, 1.0, 1.0 per 1k
+    assert abs(g.compressor_ms_per_token() - 0.008) < 1e-12  # a mix never moves the cold rate
 
 
 def test_seen_rate_never_above_cold():
