@@ -37,6 +37,7 @@ from proxy.ratelimit import RateLimiter
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
+from proxy.routing.kv.service import KvRouting, build_kv
 from proxy.routing.registry import build_router
 from proxy.settings import CompressionSettings, Settings, TimeoutSettings
 from proxy.stages.canonicalize import CanonicalizeStage
@@ -72,12 +73,15 @@ class Components:
     ingest: Ingest
     ops: Operations  # tracing, access log, accounting, quotas (issue 22)
     discovery: Discovery | None = None
+    kv: KvRouting | None = None  # KV-event routing (issue 20)
     _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         if self.discovery is not None:
             await self.discovery.start()  # first look-up before the first health round
         await self.health.start()
+        if self.kv is not None:
+            await self.kv.start()
         self._warming = asyncio.create_task(self._warm_engine())
 
     async def _warm_engine(self) -> None:
@@ -92,6 +96,8 @@ class Components:
         if self.discovery is not None:
             await self.discovery.stop()
         await self.health.stop()
+        if self.kv is not None:
+            await self.kv.stop()
         await self.feedback.drain()
         await self.client.aclose()
         await self.transport.aclose()
@@ -232,7 +238,9 @@ def build(
     tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
                         settings.log_prompts, ops.tracing)  # fmt: skip
-    router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic))
+    kv = build_kv(settings.routing.kv_events, pool, metrics)
+    router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic,
+                                          kv=kv))  # fmt: skip
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, client)
@@ -250,5 +258,5 @@ def build(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant,
-        ingest=Ingest(engine, c.rate, c.limits), ops=ops, discovery=discovery,
+        ingest=Ingest(engine, c.rate, c.limits), ops=ops, discovery=discovery, kv=kv,
     )  # fmt: skip

@@ -143,6 +143,46 @@ class Metrics:
             ["target"], registry=r,
         )  # fmt: skip
         self._tenant_instruments(r)
+        self._kv_instruments(r)
+
+    def _kv_instruments(self, r: CollectorRegistry) -> None:
+        """KV-event routing (issue 20, proxy/routing/kv)."""
+        self.kv_index_blocks = Gauge(
+            "ragtrim_kv_index_blocks", "Blocks in the KV index, all backends", registry=r
+        )
+        self.kv_index_bytes = Gauge(
+            "ragtrim_kv_index_bytes", "KV index memory, blocks x bytes per block (upper bound)",
+            registry=r,
+        )  # fmt: skip
+        self.kv_event_lag = Histogram(
+            "ragtrim_kv_event_lag_seconds", "A KV-event batch's ts to its receipt here",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5), registry=r,
+        )  # fmt: skip
+        self.kv_batches = Counter(
+            "ragtrim_kv_event_batches", "KV-event batches applied to the index", registry=r
+        )
+        self.kv_bad_messages = Counter(
+            "ragtrim_kv_bad_messages", "KV-event messages that did not decode", registry=r
+        )
+        self.kv_resyncs = Counter(
+            "ragtrim_kv_resyncs", "KV index rebuilds or replays by reason (connect, reconnect, "
+            "gap, restart, replay_failed)", ["reason"], registry=r,
+        )  # fmt: skip
+        self.kv_orphans = Counter(
+            "ragtrim_kv_orphan_blocks", "Stored blocks whose parent the index lacked", registry=r
+        )
+        self.kv_evicted = Counter(
+            "ragtrim_kv_evicted_blocks", "Blocks the index cap (LRU) dropped", registry=r
+        )
+        self.kv_fallbacks = Counter(
+            "ragtrim_kv_fallbacks", "kv_cache scores that fell back to rendezvous affinity "
+            "(stale: a backend's events not in sync; no_tokens: no token ids)", ["reason"],
+            registry=r,
+        )  # fmt: skip
+        self.kv_tokenize_cost = Histogram(
+            "ragtrim_kv_tokenize_ms_per_1k", "Chat template + tokenization per request, "
+            "ms per 1k tokens", buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32), registry=r,
+        )  # fmt: skip
 
     def _tenant_instruments(self, r: CollectorRegistry) -> None:
         """Per tenant (issue 22); the label is bounded to the configured tenants, any

@@ -196,6 +196,38 @@ class WeightedScorer(BaseModel):
     weight: float = Field(1.0, ge=0)
 
 
+class KvEndpoint(BaseModel):
+    pub: str = Field(description="The backend's KV-event PUB endpoint, tcp://host:port.")
+    replay: str = Field("", description="Its replay ROUTER endpoint; empty = none.")
+
+
+class KvEventsSettings(BaseModel):
+    """vLLM's KV-cache events (issue 20): ragtrim subscribes to every backend and routes
+    by the blocks each one holds (the `kv_cache` scorer). vLLM publishes them with
+    `--kv-events-config '{"enable_kv_cache_events": true, "publisher": "zmq",
+    "endpoint": "tcp://*:5557", "replay_endpoint": "tcp://*:5558", "topic": ""}'`."""
+
+    enabled: bool = Field(
+        False, description="Subscribe to the backends' KV events; kv_cache becomes the default "
+        "scorer.",
+    )  # fmt: skip
+    port: int = Field(5557, gt=0, lt=65536, description="KV-event PUB port on each backend's host.")
+    replay_port: int = Field(
+        5558, ge=0, lt=65536, description="Replay ROUTER port on each backend's host; 0 = none."
+    )
+    topic: str = Field("", description="The topic vLLM publishes on (kv-events-config topic).")
+    endpoints: dict[str, KvEndpoint] = Field(
+        default_factory=dict, description="Backend URL -> its own {pub, replay} endpoints."
+    )
+    max_blocks_per_backend: int = Field(
+        262_144, gt=0, description="Index cap per backend (LRU beyond; ~400 bytes a block)."
+    )
+    replay_timeout: float = Field(2.0, gt=0, description="Seconds a replay answer may take.")
+    interval: float = Field(
+        1.0, gt=0, description="Seconds between reconciling subscribers with the backend pool."
+    )
+
+
 class RoutingSettings(BaseModel):
     """The router composed in configuration, as the Gateway API Inference Extension's
     endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
@@ -203,8 +235,9 @@ class RoutingSettings(BaseModel):
 
     policy: Literal["affinity", "roundrobin"] = Field(
         "affinity",
-        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight) "
-        "+ load (load_weight), bounded picker; roundrobin = roundrobin, highest picker.",
+        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight; "
+        "kv_cache instead when kv_events.enabled) + load (load_weight), bounded picker; "
+        "roundrobin = roundrobin, highest picker.",
     )
     filters: list[str] = Field(
         default_factory=lambda: ["healthy", "serves_model"],
@@ -232,6 +265,7 @@ class RoutingSettings(BaseModel):
     bounded_min_in_flight: int = Field(
         8, ge=0, description="Bounded load: a replica with fewer in flight never spills."
     )
+    kv_events: KvEventsSettings = Field(default_factory=KvEventsSettings)
 
     @field_validator("filters", "scorers", mode="before")
     @classmethod
@@ -250,7 +284,8 @@ class RoutingSettings(BaseModel):
         """Resolve the shorthand once: `scorers` and `picker` are what the router uses."""
         rr = self.policy == "roundrobin"
         if not self.scorers:
-            pairs = [("roundrobin", 1.0)] if rr else [("affinity", self.affinity_weight),
+            first = "kv_cache" if self.kv_events.enabled else "affinity"
+            pairs = [("roundrobin", 1.0)] if rr else [(first, self.affinity_weight),
                                                        ("load", self.load_weight)]  # fmt: skip
             self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
         self.picker = self.picker or ("highest" if rr else "bounded")

@@ -35,14 +35,23 @@ class TargetTokenCounter:
         return self._counter
 
     def _local_root(self) -> str | None:
-        """Every healthy backend's cards, not the pool's merged view (first backend wins
-        per model id there): one replica's root may be local when another's is not."""
-        for ep in self.pool.healthy():
-            for card in ep.model_cards:
-                root = card.get("root") or ""
-                if root and (Path(root) / "tokenizer.json").exists():
-                    return root
-        return None
+        return local_model_root(self.pool)
 
     def __call__(self, text: str) -> int:
         return self._resolve()(text)
+
+
+def local_model_root(pool: EndpointPool, model: str | None = None) -> str | None:
+    """A model root (its tokenizer.json) on this machine, from the backends' cards.
+
+    Every healthy backend's cards, not the pool's merged view (first backend wins per
+    model id there): one replica's root may be local when another's is not. `model`
+    narrows to the cards of that served name."""
+    for ep in pool.healthy():
+        for card in ep.model_cards:
+            if model is not None and card.get("id") != model:
+                continue
+            root = card.get("root") or ""
+            if root and (Path(root) / "tokenizer.json").exists():
+                return root
+    return None

@@ -19,6 +19,8 @@ from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.filters import Healthy, ServesModel
+from proxy.routing.kv.scorer import KvCacheScorer
+from proxy.routing.kv.service import KvRouting
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Filter, HighestScore, Picker, Router, Scorer, Weighted
 from proxy.routing.scorers import RoundRobin
@@ -30,6 +32,7 @@ class Parts:
     settings: RoutingSettings
     metrics: Metrics
     panic: bool  # health.panic: the healthy filter's fallback
+    kv: KvRouting | None = None  # routing.kv_events.enabled: the index and token ids
 
 
 def _healthy(p: Parts) -> Filter:
@@ -42,12 +45,20 @@ def _bounded(p: Parts) -> Picker:
                        on_spill=lambda ep: spills.labels(ep.url).inc())  # fmt: skip
 
 
+def _kv_cache(p: Parts) -> Scorer:
+    if p.kv is None:
+        raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
+    fallbacks = p.metrics.kv_fallbacks
+    return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc())
+
+
 FILTERS: Mapping[str, Callable[[Parts], Filter]] = {
     "healthy": _healthy,
     "serves_model": lambda p: ServesModel(),
 }
 SCORERS: Mapping[str, Callable[[Parts], Scorer]] = {
     "affinity": lambda p: PrefixAffinity(),
+    "kv_cache": _kv_cache,
     "load": lambda p: LeastLoaded(),
     "roundrobin": lambda p: RoundRobin(),
 }
@@ -63,9 +74,10 @@ def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
     return table[name]
 
 
-def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True) -> Router:
+def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True,
+                 kv: KvRouting | None = None) -> Router:  # fmt: skip
     """The router of `settings`; ValueError naming the known parts for an unknown name."""
-    parts = Parts(settings, metrics, panic)
+    parts = Parts(settings, metrics, panic, kv)
     filters = [_lookup("filter", FILTERS, name)(parts) for name in settings.filters]
     scorers = [
         Weighted(_lookup("scorer", SCORERS, item.name)(parts), item.weight)

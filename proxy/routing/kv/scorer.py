@@ -1,0 +1,77 @@
+"""The `kv_cache` scorer: the share of the request's full blocks a backend holds.
+
+    score(backend) = leading blocks of the request found in its index / full blocks
+
+counting from the first block and stopping at the first miss: vLLM's prefix cache
+reuses a block only when every block before it is reused too. The request's blocks are
+ragtrim's chain hashes (proxy/routing/kv/chain.py) over its token ids as vLLM
+tokenizes them (proxy/chat_tokens.py), with its cache_salt in the first block's extra
+keys as vLLM puts it there, so another tenant's identical prompt scores 0. The block
+size is each backend's own, from its events.
+
+Ties (a new conversation that only shares the system prompt with everyone) would all
+go to the first URL; a small rendezvous term (TIE_WEIGHT, on the request's last full
+block) spreads them, so that equal scores still spread over replicas while any
+difference of one block in a request of up to 1/TIE_WEIGHT blocks wins.
+
+Fallback, counted (ragtrim_kv_fallbacks_total{reason}): a backend whose events are not
+in sync (never subscribed, replay failed, disconnected; reason "stale") or a request
+without token ids (no local tokenizer, a pass-through route; reason "no_tokens") gets
+the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
+ragtrim had before the events.
+
+Composes with `load` and the `bounded` picker like any scorer (the default with
+kv_events.enabled: kv_cache 1.0 + load 0.3, bounded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from proxy.chat_tokens import RequestTokens
+from proxy.context import RequestContext
+from proxy.routing.affinity import PrefixAffinity, hrw_weight
+from proxy.routing.endpoint import Endpoint
+from proxy.routing.kv.chain import block_hash, chain, request_extras
+from proxy.routing.kv.index import KvIndex
+
+TIE_WEIGHT = 0.002
+
+
+class KvCacheScorer:
+    name = "kv_cache"
+
+    def __init__(self, index: KvIndex, tokens: RequestTokens,
+                 on_fallback: Callable[[str], None] | None = None):  # fmt: skip
+        self.index, self.tokens = index, tokens
+        self.affinity = PrefixAffinity()
+        self.on_fallback = on_fallback or (lambda reason: None)
+
+    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model)
+        if ids is None:
+            self.on_fallback("no_tokens")
+            return self.affinity.score(ctx, endpoints)
+        salt = ctx.body.get("cache_salt")
+        extras = request_extras(salt if isinstance(salt, str) else None)
+        by_size: dict[int, list[int]] = {}
+        scores: dict[Endpoint, float] = {}
+        stale: list[Endpoint] = []
+        for ep in endpoints:
+            state = self.index.backend(ep.url)
+            if state is None or not state.synced:
+                stale.append(ep)
+                continue
+            size = state.block_size or 16
+            hashes = by_size.get(size)
+            if hashes is None:
+                hashes = by_size[size] = chain(ids, size, extras)
+            share = state.leading(hashes) / len(hashes) if hashes else 0.0
+            tie = hrw_weight(str(hashes[-1] if hashes else block_hash(None, ids)), ep.url) / 2**64
+            scores[ep] = (1 - TIE_WEIGHT) * share + TIE_WEIGHT * tie
+        if stale:
+            for _ in stale:
+                self.on_fallback("stale")
+            fallback = self.affinity.score(ctx, endpoints)
+            scores.update({ep: fallback[ep] for ep in stale})
+        return scores

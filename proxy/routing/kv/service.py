@@ -1,0 +1,44 @@
+"""KV-event routing's long-lived parts, built from settings with their metrics.
+
+proxy/components.py builds one (`build_kv`) when `routing.kv_events.enabled`, hands
+it to the router registry (the `kv_cache` scorer reads its index and token ids) and
+starts/stops its subscriptions with the app's lifespan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxy.chat_tokens import RequestTokens
+from proxy.metrics import Metrics
+from proxy.routing.endpoint import EndpointPool
+from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
+from proxy.routing.kv.subscriber import Hooks
+from proxy.routing.kv.subscriptions import KvSubscriptions
+from proxy.settings import KvEventsSettings
+
+
+@dataclass
+class KvRouting:
+    index: KvIndex
+    tokens: RequestTokens
+    subscriptions: KvSubscriptions
+
+    async def start(self) -> None:
+        await self.subscriptions.start()
+
+    async def stop(self) -> None:
+        await self.subscriptions.stop()
+
+
+def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics) -> KvRouting | None:
+    if not settings.enabled:
+        return None
+    index = KvIndex(settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc,
+                    on_evict=m.kv_evicted.inc)  # fmt: skip
+    m.kv_index_blocks.set_function(index.blocks)
+    m.kv_index_bytes.set_function(lambda: index.blocks() * BYTES_PER_BLOCK)
+    hooks = Hooks(lag=m.kv_event_lag.observe, resync=lambda why: m.kv_resyncs.labels(why).inc(),
+                  batch=m.kv_batches.inc, bad=m.kv_bad_messages.inc)  # fmt: skip
+    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe)
+    return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks))

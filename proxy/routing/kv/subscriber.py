@@ -1,0 +1,180 @@
+"""One backend's KV-event stream, applied to the index in order, on the event loop.
+
+vLLM's ZmqEventPublisher (vllm/distributed/kv_events.py) publishes on PUB
+`[topic, seq (8 bytes BE), payload]` and, given a replay endpoint, serves a ROUTER:
+a request `[identity, b"", start_seq]` is answered with every buffered batch from
+start_seq as `[identity, b"", topic, seq, payload]`, then `[identity, b"", b"", -1, b""]`.
+A DEALER sends `[b"", start_seq]` and reads those frames (a REQ socket would accept
+only one reply).
+
+Keeping the index true:
+- on (re)connect, the backend may be a new process (seq restarts at 0, its cache is
+  empty) or the same one (we missed what it sent meanwhile): either way its blocks are
+  forgotten and rebuilt from a replay from seq 0 (the publisher keeps `buffer_steps`
+  batches; blocks stored before that are missed, their children become orphans);
+- a gap (seq > expected) is replayed from the expected seq; without a replay
+  endpoint, the blocks are forgotten (a missed BlockRemoved would leave a lie);
+- a seq going back is a new process: forgotten and replayed from 0.
+While not in sync (not yet replayed, replay failed, disconnected) the backend is
+`synced=False` and the scorer falls back to rendezvous affinity for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import zmq
+import zmq.asyncio
+from zmq.utils.monitor import parse_monitor_message
+
+from proxy.routing.kv.events import EventDecodeError, decode_batch, decode_seq
+from proxy.routing.kv.index import KvIndex
+
+log = logging.getLogger("ragtrim.kv")
+END = -1
+POLL_MS = 250  # a resync asked by the monitor waits at most this long
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a subscriber reports (the metrics in proxy/metrics.py)."""
+
+    lag: Callable[[float], None] = lambda seconds: None  # batch ts to receipt
+    # reasons: connect, reconnect, gap, restart, replay_failed
+    resync: Callable[[str], None] = lambda reason: None
+    batch: Callable[[], None] = lambda: None
+    bad: Callable[[], None] = lambda: None  # undecodable messages
+
+
+class KvSubscriber:
+    def __init__(self, url: str, pub: str, replay: str | None, topic: str, index: KvIndex,
+                 zctx: zmq.asyncio.Context, hooks: Hooks | None = None,
+                 replay_timeout: float = 2.0):  # fmt: skip
+        self.url, self.pub, self.replay, self.topic = url, pub, replay or None, topic
+        self.index, self.zctx, self.hooks = index, zctx, hooks or Hooks()
+        self.replay_timeout = replay_timeout
+        self.expected: int | None = None  # the next seq; None until in sync
+        self._resync_reason: str | None = "connect"
+        self._dropped = False  # the connection dropped once: a reconnect resyncs
+
+    async def run(self) -> None:
+        sub = self.zctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, self.topic.encode())
+        sub.setsockopt(zmq.LINGER, 0)
+        monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        sub.connect(self.pub)
+        watch = asyncio.create_task(self._watch(monitor))
+        try:
+            await self._loop(sub)
+        finally:
+            watch.cancel()
+            sub.disable_monitor()
+            monitor.close(0)
+            sub.close(0)
+
+    async def _watch(self, monitor: zmq.asyncio.Socket) -> None:
+        """Connection changes: a reconnect may be a new process, so resync."""
+        while True:
+            event = parse_monitor_message(await monitor.recv_multipart())
+            if event["event"] == zmq.EVENT_CONNECTED and self._dropped:
+                self._resync_reason = "reconnect"
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self._dropped = True
+                self._out_of_sync()
+
+    def _out_of_sync(self) -> None:
+        self.expected = None
+        state = self.index.backend(self.url)
+        if state is not None:
+            state.synced = False
+
+    async def _loop(self, sub: zmq.asyncio.Socket) -> None:
+        while True:
+            if self._resync_reason is not None:
+                await self.resync(self._resync_reason)
+            if await sub.poll(POLL_MS):
+                await self.handle(await sub.recv_multipart())
+
+    async def resync(self, reason: str) -> None:
+        """Forget this backend's blocks and rebuild them from a replay from seq 0."""
+        self._resync_reason = None
+        self.hooks.resync(reason)
+        self.index.reset(self.url)
+        self.expected = 0
+        if self.replay is not None and not await self._replay_from(0):
+            self._out_of_sync()
+            self._resync_reason = "replay_failed"
+            await asyncio.sleep(self.replay_timeout)  # retried before the next message
+            return
+        self._mark_synced()
+
+    def _mark_synced(self) -> None:
+        state = self.index.backend(self.url)
+        if state is None:
+            state = self.index.reset(self.url)
+        state.synced = True
+
+    async def handle(self, frames: list[bytes]) -> None:
+        """One live message: apply it in order, replaying or resyncing around it."""
+        try:
+            _, seq_frame, payload = frames
+            seq = decode_seq(seq_frame)
+        except (ValueError, EventDecodeError):
+            self.hooks.bad()
+            return
+        if self.expected is None or seq < self.expected:
+            await self.resync("connect" if self.expected is None else "restart")
+        elif seq > self.expected:
+            await self._gap()
+        if self.expected is not None and seq < self.expected:
+            return  # already applied by the replay
+        self._apply(seq, payload, live=True)
+
+    async def _gap(self) -> None:
+        self.hooks.resync("gap")
+        if self.replay is None or not await self._replay_from(self.expected or 0):
+            self.index.reset(self.url)
+            self._mark_synced()  # from here on the events are complete again
+
+    def _apply(self, seq: int, payload: bytes, *, live: bool) -> None:
+        try:
+            batch = decode_batch(payload)
+        except EventDecodeError:
+            self.hooks.bad()
+            self.expected = seq + 1
+            return
+        if live:
+            self.hooks.lag(max(time.time() - batch.ts, 0.0))
+        self.index.apply(self.url, batch.events)
+        self.hooks.batch()
+        self.expected = seq + 1
+
+    async def _replay_from(self, start: int) -> bool:
+        """Ask the ROUTER for every batch from `start`; False on a timeout or bad frame."""
+        dealer = self.zctx.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.connect(self.replay)
+        try:
+            await dealer.send_multipart([b"", start.to_bytes(8, "big")])
+            return await self._read_replay(dealer)
+        finally:
+            dealer.close(0)
+
+    async def _read_replay(self, dealer: zmq.asyncio.Socket) -> bool:
+        while True:
+            if not await dealer.poll(self.replay_timeout * 1000):
+                log.warning("kv replay from %s timed out", self.replay)
+                return False
+            frames = await dealer.recv_multipart()
+            if len(frames) != 4:
+                self.hooks.bad()
+                return False
+            seq = decode_seq(frames[2])
+            if seq == END:
+                return True
+            if self.expected is None or seq >= self.expected:
+                self._apply(seq, frames[3], live=False)

@@ -1,0 +1,102 @@
+"""The kv_cache scorer: leading-block share, tenants apart, fallback, registry default."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.context import RequestContext
+from proxy.metrics import Metrics
+from proxy.routing.affinity import PrefixAffinity
+from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.routing.kv.events import BlockStored
+from proxy.routing.kv.index import KvIndex
+from proxy.routing.kv.scorer import TIE_WEIGHT, KvCacheScorer
+from proxy.routing.kv.service import build_kv
+from proxy.routing.registry import build_router
+from proxy.settings import KvEventsSettings, RoutingSettings
+
+A, B = Endpoint("http://a:8000"), Endpoint("http://b:8000")
+IDS = list(range(100, 140))  # 10 full blocks of 4
+
+
+class Ids:
+    """Stands in for RequestTokens: fixed ids (None = no tokenizer)."""
+
+    def __init__(self, ids):
+        self.value = ids
+
+    def ids(self, route, body, model):
+        return self.value
+
+
+def ctx(salt: str | None = None) -> RequestContext:
+    body = {"model": "m", "messages": []}
+    if salt:
+        body["cache_salt"] = salt
+    return RequestContext("r", "chat", b"", body, {}, prefix_key="k")
+
+
+def index_with(url: str, blocks: int, salt: str | None = None) -> KvIndex:
+    index = KvIndex()
+    index.reset(url).synced = True
+    extras = [[salt]] + [None] * (blocks - 1) if salt else None
+    index.apply(url, [BlockStored([f"h{i}" for i in range(blocks)], None, IDS[: 4 * blocks],
+                                  4, "GPU", None, extras, 0)])  # fmt: skip
+    return index
+
+
+def test_share_of_leading_blocks():
+    index = index_with(A.url, 6)
+    index.reset(B.url).synced = True
+    scores = KvCacheScorer(index, Ids(IDS)).score(ctx(), [A, B])
+    assert scores[A] == pytest.approx(0.6, abs=TIE_WEIGHT)
+    assert scores[B] == pytest.approx(0.0, abs=TIE_WEIGHT)
+
+
+def test_another_tenants_identical_prompt_scores_zero():
+    index = index_with(A.url, 10, salt="tenant-a")
+    scorer = KvCacheScorer(index, Ids(IDS))
+    assert scorer.score(ctx("tenant-a"), [A])[A] == pytest.approx(1.0, abs=TIE_WEIGHT)
+    assert scorer.score(ctx("tenant-b"), [A])[A] == pytest.approx(0.0, abs=TIE_WEIGHT)
+    assert scorer.score(ctx(), [A])[A] == pytest.approx(0.0, abs=TIE_WEIGHT)
+
+
+def test_stale_backend_falls_back_to_affinity_and_counts():
+    index = index_with(A.url, 10)
+    index.backend(A.url).synced = False
+    seen: list[str] = []
+    scores = KvCacheScorer(index, Ids(IDS), seen.append).score(ctx(), [A, B])
+    assert scores == PrefixAffinity().score(ctx(), [A, B])
+    assert seen == ["stale", "stale"]
+
+
+def test_no_token_ids_falls_back():
+    seen: list[str] = []
+    scores = KvCacheScorer(KvIndex(), Ids(None), seen.append).score(ctx(), [A, B])
+    assert scores == PrefixAffinity().score(ctx(), [A, B]) and seen == ["no_tokens"]
+
+
+def test_ties_spread_over_backends():
+    urls = [Endpoint(f"http://r{i}:8000") for i in range(4)]
+    index = KvIndex()
+    for ep in urls:
+        index.reset(ep.url).synced = True
+    firsts = set()
+    for n in range(40):
+        ids = [n] * 8
+        scores = KvCacheScorer(index, Ids(ids)).score(ctx(), urls)
+        firsts.add(max(urls, key=lambda ep: scores[ep]).url)
+    assert len(firsts) == 4
+
+
+def test_registry_default_is_kv_cache_with_events_on():
+    on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
+    assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
+    assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
+    metrics = Metrics()
+    kv = build_kv(on.kv_events, EndpointPool(), metrics)
+    router = build_router(on, metrics, kv=kv)
+    assert isinstance(router.scorers[0].scorer, KvCacheScorer)
+    with pytest.raises(ValueError, match="kv_events.enabled"):
+        build_router(RoutingSettings(scorers="kv_cache"), Metrics())
+    assert build_kv(KvEventsSettings(), EndpointPool(), metrics) is None
