@@ -101,7 +101,8 @@ class EdgeProtocol(HttpToolsProtocol):
         super().on_message_begin()
         if not self._in_head:  # a later request on a kept-alive connection
             self._in_head, self._raw = True, 0
-            self._arm(self.limits.head_timeout)
+            if not self._busy():  # pipelined behind a running one: its clock starts later
+                self._arm(self.limits.head_timeout)
         self._exact = self._fields = 0
 
     def on_url(self, url: bytes) -> None:
@@ -117,8 +118,26 @@ class EdgeProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self._arm(self.limits.body_timeout)
+        busy = self._busy()
+        self._disarm()
         super().on_headers_complete()
+        if not busy:  # a pipelined request waits, unread: its clock starts with it
+            self._arm(self.limits.body_timeout)
+
+    def on_response_complete(self) -> None:
+        """The clocks of a pipelined request start when the one before it is done (as
+        nginx reads a request only when it is the connection's turn)."""
+        super().on_response_complete()
+        if self._timer is not None or self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if self._in_head:
+            self._arm(self.limits.head_timeout)
+        elif not self.pipeline and cycle.more_body and not cycle.response_complete:
+            self._arm(self.limits.body_timeout)
+
+    def _busy(self) -> bool:
+        return self.cycle is not None and not self.cycle.response_complete
 
     def on_message_complete(self) -> None:
         self._disarm()
@@ -150,7 +169,10 @@ class EdgeProtocol(HttpToolsProtocol):
         ends and frees what it holds."""
         self._disarm()
         cycle = self.cycle
-        answered = not self._in_head and cycle is not None and cycle.response_started
+        started = cycle is not None and cycle.response_started
+        # in a head, `cycle` is the previous request's: a response still going out on
+        # this connection must not get another one in the middle of it
+        answered = started and (not self._in_head or not cycle.response_complete)
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True
             cycle.message_event.set()

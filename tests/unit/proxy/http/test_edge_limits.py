@@ -124,10 +124,14 @@ def test_slow_heads_short_bodies_and_huge_heads_are_cut_while_healthz_answers(ed
         assert resp.status == status, (name, data[:200])
         assert resp.error()["code"] in ("request_timeout", "request_header_fields_too_large")
         assert resp.headers["connection"] == "close"
-        assert limit - 0.1 <= elapsed < limit + 0.75, (name, elapsed)
-    ordered = sorted(latencies)  # 9 in 10 within 50 ms; never near a timeout (a loop held by
-    p90 = ordered[int(len(ordered) * 0.9)]  # a slow client would show ≥ 1 s): the slowest
-    assert len(ordered) >= 10 and p90 < 0.05 and ordered[-1] < 0.5, ordered  # is CI noise
+        assert limit - 0.1 <= elapsed < limit + 1.5, (name, elapsed)  # slack: a busy CI box
+    # Within 50 ms, and never as long as a cut: a loop held by a slow client would hold
+    # a probe for ≥ HEAD_S. On a loaded 2-core box the slowest few probes wait for a
+    # core (spikes of 100-500 ms show with no hostile client at all), so the median
+    # carries the 50 ms (the maximum is worth reading on a quiet machine).
+    ordered = sorted(latencies)
+    median = ordered[len(ordered) // 2]
+    assert len(ordered) >= 10 and median < 0.05 and ordered[-1] < HEAD_S, ordered
 
 
 def _rss_kb(pid: int) -> int:
@@ -170,7 +174,7 @@ def test_a_kept_alive_connection_gets_a_fresh_head_timeout(edge):
         start = time.monotonic()
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")
         resp = rawhttp.parse(rawhttp.read_all(sock, 5), 0)
-    assert resp.status == 408 and HEAD_S - 0.1 <= time.monotonic() - start < HEAD_S + 0.75
+    assert resp.status == 408 and HEAD_S - 0.1 <= time.monotonic() - start < HEAD_S + 1.5
 
 
 def _stalled(port: int, key: bool) -> socket.socket:
@@ -208,5 +212,31 @@ def test_connections_beyond_the_cap_get_a_503_at_accept(edge):
     finally:
         for sock in held:
             sock.close()
-    time.sleep(0.2)
-    assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+    deadline = time.monotonic() + 5  # the server sees the closes soon, not at once
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "connections were not freed"
+        time.sleep(0.05)
+
+
+def test_a_pipelined_request_gets_its_clocks_after_the_one_before(edge):
+    _, port = edge
+    slow = {"chunks": 15, "chunk_delay": 0.1}  # 1.5 s, past the 1 s head timeout
+    stream = json.dumps({**json.loads(CHAT), "stream": True, "stub": slow})
+    first = rawhttp.post("/v1/chat/completions", stream.encode(), KEY)
+    with _open(port) as sock:
+        start = time.monotonic()
+        sock.sendall(first + b"GET /healthz HTTP/1.1\r\n")  # a second head, never finished
+        data = rawhttp.read_all(sock, 10)
+        elapsed = time.monotonic() - start
+        while chunk := sock.recv(65536):  # read_all stops at the first response's end
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"data: [DONE]" in rest  # stream whole
+    assert rest.count(b"HTTP/1.1 408") == 1 and rest.rindex(b"HTTP/1.1 408") > rest.index(
+        b"[DONE]")  # fmt: skip
+    assert elapsed > 1.5 + HEAD_S - 0.2  # the second head's clock began after the stream
