@@ -18,6 +18,12 @@ class Metrics:
             "ragtrim_requests", "HTTP requests by route and status", ["route", "status"], registry=r
         )
         self.in_flight = Gauge("ragtrim_in_flight", "Requests in progress", registry=r)
+        self.http_refused = Counter(
+            "ragtrim_http_refused",
+            "Requests the HTTP edge refused or cut (proxy/http/protocol.py), by reason",
+            ["reason"],
+            registry=r,
+        )
         self.upstream_ttft = Histogram(
             "ragtrim_upstream_ttft_seconds",
             "Time from sending upstream to its first body byte",

@@ -47,12 +47,19 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_options(settings: Settings) -> dict[str, Any]:
-    """httptools with ragtrim's limits on heads, bodies and connections (proxy/http)."""
+def uvicorn_options(settings: Settings, app: Any = None) -> dict[str, Any]:
+    """httptools with ragtrim's limits on heads, bodies and connections (proxy/http),
+    its refusals counted in the app's metrics."""
+    metrics = getattr(app, "metrics", None)  # create_app's outermost layer carries them
+
+    def refused(reason: str) -> None:
+        if metrics is not None:
+            metrics.http_refused.labels(reason).inc()
+
     return {
         "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
         "server_header": False, "date_header": True, "loop": "uvloop",
-        "http": edge_protocol(settings.http),
+        "http": edge_protocol(settings.http, refused),
         "timeout_keep_alive": settings.http.keep_alive_timeout,
         "timeout_graceful_shutdown": settings.timeouts.drain,
     }  # fmt: skip
@@ -65,9 +72,9 @@ def run_one(settings: Settings, sock: socket.socket | None = None) -> None:
     from proxy.app import create_app
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    config = uvicorn.Config(
-        create_app(settings), host=settings.host, port=settings.port, **uvicorn_options(settings)
-    )
+    app = create_app(settings)
+    options = uvicorn_options(settings, app)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, **options)
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
 
 

@@ -18,14 +18,16 @@ sent one byte a second, or a body shorter than its Content-Length, open after 60
     http.max_connections           503 at accept, beyond it per worker
     malformed request              400 (httptools' parse error)
 
-`edge_protocol(limits)` makes the class uvicorn.Config(http=...) takes: a subclass
-carrying the settings (uvicorn builds protocols with its own arguments only).
+`edge_protocol(limits, on_refusal)` makes the class uvicorn.Config(http=...) takes: a
+subclass carrying the settings (uvicorn builds protocols with its own arguments only);
+`on_refusal(reason)` counts each refusal (ragtrim_http_refused_total, proxy/workers.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import resource
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -50,9 +52,16 @@ def connection_cap(configured: int) -> int:
     return max(16, (soft if soft != resource.RLIM_INFINITY else 1 << 20) // 2)
 
 
-def edge_protocol(limits: HttpSettings) -> type[HttpToolsProtocol]:
-    attrs = {"limits": limits, "max_connections": connection_cap(limits.max_connections)}
+def edge_protocol(
+    limits: HttpSettings, on_refusal: Callable[[str], None] | None = None
+) -> type[HttpToolsProtocol]:
+    attrs = {"limits": limits, "max_connections": connection_cap(limits.max_connections),
+             "on_refusal": staticmethod(on_refusal or _ignore)}  # fmt: skip
     return type("EdgeProtocol", (EdgeProtocol,), attrs)
+
+
+def _ignore(_reason: str) -> None:
+    pass
 
 
 class _Refused(Exception):
@@ -62,6 +71,7 @@ class _Refused(Exception):
 class EdgeProtocol(HttpToolsProtocol):
     limits: HttpSettings
     max_connections: int
+    on_refusal: Callable[[str], None]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -157,17 +167,20 @@ class EdgeProtocol(HttpToolsProtocol):
     def _expired(self) -> None:
         self._timer = None
         if self._in_head and self._raw == self._exact == 0:
+            self.on_refusal("idle")
             self.transport.close()  # nothing sent: nobody to answer
             return
         where = "head" if self._in_head else "body"
         limit = self.limits.head_timeout if self._in_head else self.limits.body_timeout
-        self._refuse(RequestTimeout(f"request {where} not received within {limit:g} s"))
+        exc = RequestTimeout(f"request {where} not received within {limit:g} s")
+        self._refuse(exc, f"{where}_timeout")
 
-    def _refuse(self, exc: ProxyError) -> None:
+    def _refuse(self, exc: ProxyError, reason: str = "") -> None:
         """Answer `exc` and close; in a body, only when the app has not answered yet
         (it may have: a 401 on the head). An app still running sees a disconnect, so it
         ends and frees what it holds."""
         self._disarm()
+        self.on_refusal(reason or exc.code or "error")
         cycle = self.cycle
         started = cycle is not None and cycle.response_started
         # in a head, `cycle` is the previous request's: a response still going out on

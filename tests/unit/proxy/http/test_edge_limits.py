@@ -125,6 +125,10 @@ def test_slow_heads_short_bodies_and_huge_heads_are_cut_while_healthz_answers(ed
         assert resp.error()["code"] in ("request_timeout", "request_header_fields_too_large")
         assert resp.headers["connection"] == "close"
         assert limit - 0.1 <= elapsed < limit + 1.5, (name, elapsed)  # slack: a busy CI box
+    metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=KEY).text
+    for reason, least in (("head_timeout", 2), ("body_timeout", 1),
+                          ("request_header_fields_too_large", 2)):  # fmt: skip
+        assert _counted(metrics, reason) >= least, reason
     # Within 50 ms, and never as long as a cut: a loop held by a slow client would hold
     # a probe for ≥ HEAD_S. On a loaded 2-core box the slowest few probes wait for a
     # core (spikes of 100-500 ms show with no hostile client at all), so the median
@@ -132,6 +136,13 @@ def test_slow_heads_short_bodies_and_huge_heads_are_cut_while_healthz_answers(ed
     ordered = sorted(latencies)
     median = ordered[len(ordered) // 2]
     assert len(ordered) >= 10 and median < 0.05 and ordered[-1] < HEAD_S, ordered
+
+
+def _counted(metrics: str, reason: str) -> float:
+    for line in metrics.splitlines():
+        if line.startswith(f'ragtrim_http_refused_total{{reason="{reason}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def _rss_kb(pid: int) -> int:
