@@ -3,6 +3,7 @@ retention of what ragtrim sent."""
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import httpx
@@ -24,6 +25,22 @@ def held(levels: list[dict], path: str) -> float:
     return best
 
 
+def crossing(levels: list[dict], path: str, slo_ms: float) -> float:
+    """Where p90 reaches the SLO between the last held level and the next (p90 log-linear
+    in the load between them): a finer capacity than the levels' grid."""
+    ordered = sorted(levels, key=lambda lv: lv["multiple"])
+    best = held(levels, path)
+    later = [lv for lv in ordered if lv["multiple"] > best]
+    if not best or not later or later[0][path]["errors"]:
+        return best
+    lo = next(lv for lv in ordered if lv["multiple"] == best)
+    p_lo, p_hi = lo[path]["ttft_p90_ms"], later[0][path]["ttft_p90_ms"]
+    if not 0 < p_lo < slo_ms < p_hi:
+        return best
+    share = (math.log(slo_ms) - math.log(p_lo)) / (math.log(p_hi) - math.log(p_lo))
+    return round(best + share * (later[0]["multiple"] - best), 3)
+
+
 def _at(levels: list[dict], multiple: float) -> dict | None:
     return next((lv for lv in levels if lv["multiple"] == multiple), None)
 
@@ -32,13 +49,16 @@ def _ratio(a: float, b: float) -> float | None:
     return round(a / b, 3) if b and a == a and b == b else None
 
 
-def headline(levels: list[dict]) -> dict:
+def headline(levels: list[dict], slo_ms: float) -> dict:
     direct, ours = held(levels, "direct"), held(levels, "ragtrim")
     at08, low = _at(levels, 0.8), min(levels, key=lambda lv: lv["multiple"])
     return {
         "held_direct": direct,
         "held_ragtrim": ours,
         "capacity_ratio": _ratio(ours, direct),
+        "capacity_ratio_interpolated": _ratio(
+            crossing(levels, "ragtrim", slo_ms), crossing(levels, "direct", slo_ms)
+        ),  # fmt: skip
         "p90_ratio_at_0.8": _ratio(at08["ragtrim"]["ttft_p90_ms"], at08["direct"]["ttft_p90_ms"])
         if at08
         else None,
@@ -86,7 +106,7 @@ def gold_retention(proxy: str, arrivals, rows, rate: float) -> float:
 
 def summarize(by_backend: dict, compress_capacity, args, levels, slo_factor: float,
               wall_s: float) -> dict:  # fmt: skip
-    heads = {name: headline(b["levels"]) for name, b in by_backend.items()}
+    heads = {name: headline(b["levels"], b["slo_p90_ms"]) for name, b in by_backend.items()}
     return {
         "capacity_ratio": {n: h["capacity_ratio"] for n, h in heads.items()},
         "p90_ratio_at_0.8": {n: h["p90_ratio_at_0.8"] for n, h in heads.items()},
@@ -97,6 +117,9 @@ def summarize(by_backend: dict, compress_capacity, args, levels, slo_factor: flo
         "held": {
             n: {"direct": h["held_direct"], "ragtrim": h["held_ragtrim"]} for n, h in heads.items()
         },  # fmt: skip
+        "capacity_ratio_interpolated": {
+            n: h["capacity_ratio_interpolated"] for n, h in heads.items()
+        },
         "backends": by_backend,
         "compressor": args.compressor,
         "rate": args.rate,
@@ -106,6 +129,8 @@ def summarize(by_backend: dict, compress_capacity, args, levels, slo_factor: flo
         "definitions": {
             "capacity_ratio": "highest offered multiple of direct's capacity ragtrim holds "
             "within the SLO (every lower level held too) / the same for direct",
+            "capacity_ratio_interpolated": "the same with each path's capacity where its p90 "
+            "crosses the SLO, log-linear between the last held level and the next",
             "p90_ratio_at_0.8": "ragtrim p90 TTFT / direct p90 at 0.8 x direct's capacity",
             "idle_p50_ratio": "ragtrim p50 / direct p50 at the lowest level",
             "errors": f"failed requests, both paths, at levels <= {ERROR_LEVELS_UP_TO} x",

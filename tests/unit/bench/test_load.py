@@ -9,7 +9,7 @@ import statistics
 
 from sched_sim import Scheduler, SchedVllm, StepLaw
 
-from bench.load_report import headline, held
+from bench.load_report import crossing, headline, held
 from bench.load_run import Row, closed_loop, level_figures, open_loop
 from bench.load_workload import Arrival, draw, poisson, question_variants, reuse_share
 from bench.squad import RagCase
@@ -75,7 +75,7 @@ def test_level_figures_and_held_levels():
               level(2.0, False, True)]  # fmt: skip
     assert held(levels, "direct") == 0.5  # 1.0 held again, but 0.8 was not
     assert held(levels, "ragtrim") == 1.0
-    h = headline(levels)
+    h = headline(levels, slo_ms=3.0)
     assert h["capacity_ratio"] == 2.0 and h["p90_ratio_at_0.8"] == 1.0 and h["errors"] == 0
 
 
@@ -93,3 +93,15 @@ def test_open_loop_measures_queueing_on_the_simulator():
     assert not alone.error and alone.ttft_ms >= 40  # ~210 tokens at 0.2 ms
     assert max(r.ttft_ms for r in burst) > 3 * alone.ttft_ms  # the last waits behind five
     assert 5 < rps < 25  # ~one 256-token step of ~53 ms per request
+
+
+def test_crossing_interpolates_where_p90_meets_the_slo():
+    def level(m, p90, errors=0):
+        figures = {"meets_slo": p90 <= 100 and not errors, "ttft_p90_ms": p90, "errors": errors}
+        return {"multiple": m, "direct": figures}
+
+    levels = [level(0.25, 50), level(0.5, 80), level(1.0, 320)]
+    assert crossing(levels, "direct", 100.0) == round(0.5 + 0.5 * 0.16096, 3)  # log 1.25 / log 4
+    failed = [level(0.25, 50), level(0.5, 80), level(1.0, 90, errors=1)]
+    assert crossing(failed, "direct", 100.0) == 0.5  # a level lost to errors is not interpolated
+    assert crossing([level(0.25, 500)], "direct", 100.0) == 0.0
