@@ -5,9 +5,14 @@ is a 401) and `cache_salt` is set from the tenant, overwriting whatever the clie
 sent: a tenant must not be able to probe another's prefix cache (vLLM
 CVE-2025-46570: hits are measurable from 8 tokens). Without api_keys, the
 `default_tenant` applies; when that is empty, the client's cache_salt passes as sent.
-API keys are compared in constant time (`match_key`). `ctx.tenant` also scopes the
-chunk memo (cache/keys.py); the prefix registry and replay bodies are keyed by the
-prefix key, which covers the tenant's salt set here.
+API keys are compared in constant time (`match_key`). The salt is an HMAC of the tenant
+keyed by `tenancy.salt_secret`, which settings require (16+ characters) whenever
+api_keys are set: without it anyone who knows a tenant's name could compute its salt
+(issue 23). On the HTTP routes the forwarder checks the key on the request head,
+before the body is read; this stage checks it again (one constant-time compare per
+key), so the pipeline holds on its own. `ctx.tenant` also scopes the chunk memo
+(cache/keys.py); the prefix registry and replay bodies are keyed by the prefix key,
+which covers the tenant's salt set here.
 """
 
 from __future__ import annotations
