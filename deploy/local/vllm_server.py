@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -41,6 +42,16 @@ VLLM_FLAGS = (
     "--enforce-eager",
     "--max-model-len", "4096",
 )  # fmt: skip
+
+
+def kv_events_args(port: int, replay_port: int | None = None, topic: str = "") -> list[str]:
+    """vLLM flags publishing its KV-cache events (ragtrim's routing.kv_events, issue 20):
+    PUB on tcp://*:port, replay ROUTER on tcp://*:replay_port."""
+    config = {"enable_kv_cache_events": True, "publisher": "zmq",
+              "endpoint": f"tcp://*:{port}", "topic": topic}  # fmt: skip
+    if replay_port:
+        config["replay_endpoint"] = f"tcp://*:{replay_port}"
+    return ["--kv-events-config", json.dumps(config)]
 
 
 class VllmError(RuntimeError):
