@@ -152,7 +152,8 @@ class Scheduler:
             )
         while self.waiting and budget > 0 and len(self.running) < self.law.max_num_seqs:
             seq = self.waiting.popleft()
-            seq.cached, seq.scheduled = self.cache.admit(seq.tokens, seq.salt), now
+            seq.cached = self.cache.admit(seq.tokens, seq.salt)
+            seq.scheduled = max(now, seq.arrived)  # the ideal clock may lag the wall clock
             self.running.append(seq)
             n = min(len(seq.tokens) - seq.cached, budget)
             work.append((seq, n))
@@ -172,6 +173,7 @@ class Scheduler:
                 self._finish(seq)
 
     def _first_token(self, seq: Seq, end: float) -> None:
+        end = max(end, seq.scheduled)
         for name, value in (("request_prefill_time_seconds", end - seq.scheduled),
                             ("request_queue_time_seconds", seq.scheduled - seq.arrived),
                             ("time_to_first_token_seconds", end - seq.arrived),
