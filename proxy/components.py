@@ -101,7 +101,7 @@ class Components:
         await self.feedback.drain()
         await self.client.aclose()
         await self.transport.aclose()
-        self.ops.close()
+        await self.ops.aclose()
         await self.store.aclose()
         self.engine.close()
 
@@ -201,11 +201,23 @@ def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: Endpo
     return Discovery(dns_targets, pool, resolver, settings.discovery, metrics, health.check)
 
 
+def make_quota_store(settings: Settings, store: KVStore, metrics: Metrics) -> KVStore:
+    """The limit script gets its own Redis connections and timeout (quotas.redis_timeout_s):
+    a cache read may give up in 0.1 s, a limit check that gives up fails open."""
+    if not settings.redis_url or not isinstance(store, RedisStore):
+        return store
+    return RedisStore(settings.redis_url, timeout=settings.quotas.redis_timeout_s,
+                      on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
+                      fallback=MemoryStore(max_items=1000, max_bytes=1 << 20))  # fmt: skip
+
+
 def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Operations:
     """Issue 22's parts; each is None when its settings turn it off."""
     known = known_tenants(settings.tenancy)
     q, a = settings.quotas, settings.accounting
-    limiter = RateLimiter(store, q, metrics, shared=isinstance(store, RedisStore))
+    own = make_quota_store(settings, store, metrics) if q.active else store
+    limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
+                          owns_store=own is not store)  # fmt: skip
     return Operations(
         metrics,
         tracing=build_tracing(settings.tracing),

@@ -53,6 +53,8 @@ class Operations:
             accounting=self.accounting,
         )  # fmt: skip
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         if self.tracing is not None:
             self.tracing.shutdown()
+        if self.quota is not None:
+            await self.quota.limiter.aclose()

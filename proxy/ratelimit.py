@@ -139,13 +139,15 @@ class LocalWindow:
 
 class RateLimiter:
     def __init__(self, store: KVStore, settings: QuotaSettings, metrics: Metrics, *,
-                 shared: bool, clock: Callable[[], float] = time.time):  # fmt: skip
+                 shared: bool, owns_store: bool = False,
+                 clock: Callable[[], float] = time.time):  # fmt: skip
         self.store = store
         self.settings = settings
         self.metrics = metrics
         self.shared = shared  # False: the store is in-process, the local window is the limit
         self.window_ms = max(1, int(settings.window_s * 1000))
         self.local = LocalWindow(self.window_ms, clock)
+        self.owns_store = owns_store  # True: a store opened for the limiter alone
 
     async def admit(self, tenant: str, tokens: int) -> Verdict | None:
         """The verdict for one request of `tokens` prompt tokens; None: no limit applies."""
@@ -162,6 +164,11 @@ class RateLimiter:
         args = [self.window_ms, rpm, tpm, tokens]
         counts = await self.store.eval(WINDOW_LUA, [f"quota:{tenant}"], args, local)
         return Verdict.of(counts, rpm, tpm)
+
+    async def aclose(self) -> None:
+        """Close the store when it is the limiter's own (components.make_quota_store)."""
+        if self.owns_store:
+            await self.store.aclose()
 
 
 def estimate_tokens(body: dict) -> int:

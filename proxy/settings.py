@@ -470,6 +470,12 @@ class QuotaSettings(BaseModel):
     window_s: float = Field(
         60.0, gt=0, description="Window length in seconds (60: the limits are per minute)."
     )
+    redis_timeout_s: float = Field(
+        0.25,
+        gt=0,
+        description="Seconds the limit script may take on Redis (its own connections, apart "
+        "from the cache's); slower counts as Redis down.",
+    )
     redis_down: Literal["open", "local"] = Field(
         "open",
         description="Redis unreachable: open = admit (counted), local = each replica "
