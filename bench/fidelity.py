@@ -7,9 +7,10 @@ near-duplicates real retrieval returns). Every compressor runs on both.
 Cases alternate between LangChain's stuff chat prompt and LlamaIndex's text_qa_template;
 the Segmenter must hand back exactly the documents and question (checked, recorded,
 and the run fails after writing its result if not). Tokens are counted in the target
-model's tokenizer (SmolLM2). Budgets: "rate" is `Budget(rate)` per document; "pooled"
-is `Budget(target_tokens=rate × context tokens)`, one pool across the documents, what
-the proxy sends question-aware compressors. Slow compressors run on the first
+model's tokenizer (SmolLM2). Budgets: "rate" is `Budget(rate)` per document; "pooled" is
+`Budget(target_tokens=rate × context tokens)` (what the proxy sends question-aware
+compressors); "adaptive" keeps what clears a score margin (compressors/adaptive.py,
+`adaptive` in the result: issue 18's bar). Slow compressors run on the first
 `--cap NAME=N` cases only (defaults: llmlingua2 30, longllmlingua 12); each row records
 its own n. Every number and date kept must be byte-identical (fidelity_report.py).
 
@@ -38,6 +39,8 @@ from bench.common import ROOT, write_result
 from bench.fidelity_report import (
     SENTENCE_LEVEL,
     Verbatim,
+    adaptive_budget,
+    adaptive_verdict,
     best_at_3x,
     case_summary,
     fail,
@@ -73,13 +76,10 @@ COMPRESSORS = tuple(ENTRIES)
 RATES = (1 / 2, 1 / 3)
 DEFAULT_CAPS = (("longllmlingua", 12), ("llmlingua2", 30))  # LongLLMLingua ~50 s per 1k tokens here
 # the candidates run only the budget the proxy sends question-aware compressors (pooled)
-DEFAULT_BUDGETS = (
-    ("identity", ("rate",)),
-    ("extractive", ("rate", "pooled")),
-    ("fast_extractive", ("rate", "pooled")),
-    ("fast_extractive_bm25", ("pooled",)),
-    ("fast_extractive_static", ("pooled",)),
-)
+DEFAULT_BUDGETS = (("identity", ("rate",)), ("extractive", ("rate", "pooled")),
+                   ("fast_extractive", ("rate", "pooled", "adaptive")),
+                   ("fast_extractive_bm25", ("pooled",)),
+                   ("fast_extractive_static", ("pooled",)))  # fmt: skip
 MODELS = ROOT / ".models"
 LINGUA2 = MODELS / "lingua2-standin-bert-base-multilingual-cased"
 SMOLLM2 = MODELS / "smollm2-135m-instruct"
@@ -166,6 +166,8 @@ def load(name: str, counter: TokenCounter, probe: Prompt) -> Compressor:
 
 
 def budget_for(kind: str, rate: float, tokens: int) -> Budget:
+    if kind == "adaptive":  # a score margin, not `rate` (fidelity_report.ADAPTIVE)
+        return adaptive_budget()
     if kind == "pooled":
         return Budget(rate=rate, target_tokens=round(rate * tokens))
     return Budget(rate=rate)
@@ -214,10 +216,11 @@ def run_compressor(name, prompts_by_kind, counter, caps, budgets) -> list[dict]:
         for distractors, prompts in prompts_by_kind.items():
             mine = prompts[: caps.get(name, len(prompts))]
             for kind in budgets.get(name, ("rate",)):
-                for rate in RATES:
+                for rate in RATES if kind != "adaptive" else (0,):  # adaptive: no target
                     timing = "warm: model loaded, caches filled by earlier rows" if rows else "cold"
                     row = {**base, "distractors": distractors, "n": len(mine), "budget": kind,
-                           "target_ratio": round(1 / rate, 2), "timing": timing}  # fmt: skip
+                           "target_ratio": round(1 / rate, 2) if rate else 0,
+                           "timing": timing}  # fmt: skip
                     level = registry_name in SENTENCE_LEVEL
                     rows.append({**row, **measure(compressor, mine, rate, kind, counter, level)})
                     print(f"  {name} {distractors} {kind} {row['target_ratio']}x: {rows[-1]}",
@@ -234,11 +237,8 @@ def run_compressor(name, prompts_by_kind, counter, caps, budgets) -> list[dict]:
 
 
 def parse_caps(values: Sequence[str]) -> dict[str, int]:
-    caps = dict(DEFAULT_CAPS)
-    for value in values:
-        name, _, n = value.partition("=")
-        caps[name] = int(n)
-    return caps
+    """`NAME=N` values over the default caps."""
+    return {**dict(DEFAULT_CAPS), **{v.partition("=")[0]: int(v.partition("=")[2]) for v in values}}
 
 
 def parse_args(argv):
@@ -281,6 +281,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "results": rows,
         "request_path": request_path(rows, REQUEST_PATH),
+        "adaptive": adaptive_verdict(rows, REQUEST_PATH),
         "best_at_3x": {kind: best_at_3x(rows, kind) for kind in kinds},
         "segmentation": {kind: segmentation_report(p) for kind, p in prompts.items()},
         "cases": {kind: case_summary(kind, c, counter, args) for kind, c in cases.items()},

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from compressors import bm25
+from compressors.adaptive import AdaptiveBudget, adaptive_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
@@ -229,7 +230,9 @@ class FastExtractiveCompressor:
             return CompressionResult(self.name, tuple(results))
         counts = [f.counts.tolist() for f in features]
         scores = self.scores(features, question)
-        if budget.target_tokens is not None:
+        if isinstance(budget, AdaptiveBudget):  # a score margin, within min/max rates
+            keep = adaptive_keep(scores, counts, before, budget)
+        elif budget.target_tokens is not None:
             keep = pooled_keep(scores, counts, budget.target_tokens)
         else:
             keep = per_document_keep(scores, counts, before, budget.rate, self.min_sentences)

@@ -69,3 +69,18 @@ def test_request_path_bar_per_kind():
     )
     assert not short["target_met"]
     assert not request_path([_row("off_topic", 1.0)], "fast_extractive")["target_met"]
+
+
+def test_adaptive_rows_judged_at_4x():
+    from bench.fidelity_report import adaptive_verdict
+
+    def row(kind, retention, ratio):
+        return {**_row(kind, retention, ratio), "budget": "adaptive", "target_ratio": 0}
+
+    ok = adaptive_verdict([row("off_topic", 0.98, 6.0), row("same_article", 0.94, 4.1)],
+                          "fast_extractive")  # fmt: skip
+    assert ok["target_met"] and ok["off_topic"]["achieved_ratio"] == 6.0
+    low = adaptive_verdict([row("off_topic", 0.98, 3.9), row("same_article", 0.94, 4.1)],
+                           "fast_extractive")  # fmt: skip
+    assert not low["target_met"] and not low["off_topic"]["met"]
+    assert not adaptive_verdict([row("off_topic", 1.0, 9.0)], "fast_extractive")["target_met"]

@@ -1,0 +1,51 @@
+"""An adaptive budget: keep the sentences whose score clears a margin, not a fixed share.
+
+Why (issue 18): a fixed rate keeps as much of a context that holds one relevant sentence
+as of one that holds ten. Provence (Chirkova et al., "Provence: efficient and robust
+context pruning for retrieval-augmented generation", ICLR 2025) prunes by a threshold
+on its per-sentence relevance instead, so the kept share follows the context. Here the
+threshold is relative, since the scorers' scales differ (BM25 scaled by the request's
+best, cosines): a sentence is kept when its score is at least `margin` standard
+deviations above the mean of the request's sentence scores, best first, within
+`min_rate` and `max_rate` of the context's tokens (one pool across the documents, as
+`Budget.target_tokens`). The budget's `rate` is `max_rate`, so a compressor without
+adaptive selection treats it as that fixed rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from compressors.base import Budget
+from compressors.selection import fill, ranked
+
+
+@dataclass(frozen=True)
+class AdaptiveBudget(Budget):
+    margin: float = 0.5
+    min_rate: float = 0.1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.min_rate <= self.rate:
+            raise ValueError(f"need 0 <= min_rate <= rate (max), got {self.min_rate}")
+
+
+def adaptive_keep(scores: Sequence[np.ndarray], counts: Sequence[Sequence[int]],
+                  before: Sequence[int], budget: AdaptiveBudget) -> list[list[bool]]:  # fmt: skip
+    """Keep flags per document and sentence."""
+    total = sum(before)
+    flat = np.concatenate([np.asarray(s, dtype=np.float64) for s in scores]) if scores else []
+    order = ranked(scores, range(len(counts)))
+    if len(flat):
+        cut = float(flat.mean() + budget.margin * flat.std())
+        clear = [item for item in order if -item[0] >= cut]
+        kept = fill(clear, counts, budget.rate * total)
+    else:
+        kept = set()
+    if sum(counts[d][i] for d, i in kept) < budget.min_rate * total:
+        kept = fill(order, counts, budget.min_rate * total) | kept
+    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
