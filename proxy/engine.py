@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
+from compressors.adaptive import AUTO, AdaptiveBudget
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.deadline import within
 from compressors.features import FeatureCompressor
@@ -119,7 +120,7 @@ class CompressionEngine:
         return self.compressor.name
 
     def fingerprint(self, rate: float) -> str:
-        return f"{self.compressor.fingerprint()}|rate={rate:.3f}"
+        return f"{self.compressor.fingerprint()}|rate={rate if rate == AUTO else f'{rate:.3f}'}"
 
     def _scope(self, documents: Sequence[str], question: str) -> str | None:
         """What besides the document a memo entry depends on. Question-agnostic: nothing
@@ -156,7 +157,7 @@ class CompressionEngine:
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
-        in_flight = self._running + 1  # this one included
+        in_flight = self.in_flight()
         if missing:
             fresh = await self._fresh([documents[i] for i in missing], question, rate, timing,
                                       tenant)  # fmt: skip
@@ -184,14 +185,12 @@ class CompressionEngine:
         return self._running + 1
 
     async def seen_documents(self, documents: Sequence[str], tenant: str = "") -> int:
-        """How many of `documents` have memoized features (the gate prices them cheap)."""
-        return await self.features.seen(documents, tenant) if self.features else 0
+        return await self.features.seen(documents, tenant) if self.features else 0  # priced cheap
 
     async def precompute(self, documents: Sequence[str], tenant: str = "") -> int:
         """Store unseen `documents`' features (ingest; any question finds them seen)."""
-        if self.features is None:
-            return 0
-        return await self.features.precompute(documents, tenant, self._pool, self.timeout)
+        f = self.features
+        return await f.precompute(documents, tenant, self._pool, self.timeout) if f else 0
 
     async def _fresh(self, documents: list[str], question: str, rate: float,
                      timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
@@ -205,8 +204,7 @@ class CompressionEngine:
         await self.features.keep(documents, blobs, found, tenant)
         return entries
 
-    def _work(self, documents: list[str], question: str, rate: float,
-              blobs: list[bytes | None] | None):  # fmt: skip
+    def _work(self, documents: list[str], question: str, rate, blobs: list | None):
         """In the worker: the compression, from features when `blobs` is given."""
         if blobs is None or self.features is None:
             budget = self._budget(documents, rate)
@@ -243,7 +241,8 @@ class CompressionEngine:
         self._running += 1  # until the thread really finishes (or the job is cancelled)
         self._backlog_chars += chars
         job.add_done_callback(lambda _: self._finished_from_thread(loop, chars, timing))
-        waiting = asyncio.shield(asyncio.wrap_future(job))
+        wrapped = asyncio.wrap_future(job)
+        waiting = asyncio.shield(wrapped)
         try:
             result = await (
                 asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
@@ -251,13 +250,15 @@ class CompressionEngine:
         except TimeoutError:
             if not job.cancel():  # still queued: it never runs; in a worker: replace it
                 self._replace_worker(timing)
+            # it ends at its next checkpoint (DeadlineExceeded): nobody awaits it now
+            wrapped.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
     def _budget(self, documents: list[str], rate: float, tokens: list[int] | None = None) -> Budget:
         """`tokens`: counts from the features, if by this counter (no tokenizing again)."""
-        if not self.compressor.question_aware or self.count is None:
-            return Budget(rate=rate)
+        if rate == AUTO or not self.compressor.question_aware or self.count is None:
+            return AdaptiveBudget() if rate == AUTO else Budget(rate=rate)  # auto: a margin
         same = tokens is not None and getattr(self.compressor, "count_tokens", None) is self.count
         total = sum(tokens) if same else sum(self.count(d) for d in documents)  # in the worker
         return Budget(rate=rate, target_tokens=max(1, round(total * rate)))

@@ -6,7 +6,8 @@ settings fill in what a request does not say. An invalid value is a 400 whether 
 RAG context is found, so a typo never passes silently on the requests it would affect:
 every value is checked strictly, each one present (a header does not hide a bad body
 value), and an unknown key in the body field is a 400 too (issue 23: `compress: maybe`
-and `"rate": true` passed). Accepted switches: on/off, true/false, yes/no, 1/0.
+and `"rate": true` passed). Accepted switches: on/off, true/false, yes/no, 1/0. A rate
+is a number in (0, 1] or exactly "auto" (an adaptive budget: compressors/adaptive.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from compressors.adaptive import AUTO
 from proxy.errors import InvalidRequest
 
 BODY_FIELD = "ragtrim"
@@ -26,10 +28,10 @@ _SWITCH = {"on": True, "true": True, "yes": True, "1": True,
 @dataclass(frozen=True)
 class RequestOptions:
     compress: bool = True  # False: the client switched compression off
-    rate: float | None = None  # the keep rate asked for; None: the settings' default
+    rate: float | str | None = None  # the keep rate asked for ("auto"); None: the default
     field: dict[str, Any] | None = None  # the `ragtrim` body field (documents, question)
 
-    def keep_rate(self, default: float | None) -> float | None:
+    def keep_rate(self, default: float | None) -> float | str | None:
         """The rate to compress at, or None for no compression."""
         if not self.compress:
             return None
@@ -77,9 +79,11 @@ def _switch(raw: str | None) -> bool | None:
     return value
 
 
-def _rate(raw: Any, source: str) -> float | None:
+def _rate(raw: Any, source: str) -> float | str | None:
     if raw is None:
         return None
+    if raw == AUTO:  # exactly "auto", header or body (strict: no "Auto", no " auto")
+        return AUTO
     rate = -1.0
     if source.startswith("header") and isinstance(raw, str):  # a header: the number's text
         with contextlib.suppress(ValueError):
@@ -87,7 +91,8 @@ def _rate(raw: Any, source: str) -> float | None:
     elif isinstance(raw, int | float) and not isinstance(raw, bool):  # JSON: a number, not true
         rate = float(raw)
     if not 0.0 < rate <= 1.0:  # NaN fails this too
-        raise InvalidRequest(f"{source} must be a number in (0, 1], got {raw!r}", param="rate")
+        raise InvalidRequest(f"{source} must be a number in (0, 1] or \"auto\", got {raw!r}",
+                             param="rate")  # fmt: skip
     return rate
 
 

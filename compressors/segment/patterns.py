@@ -75,7 +75,7 @@ def _search(pattern: regex.Pattern, text: str, deadline: float):
     try:
         if left <= 0:
             raise TimeoutError
-        return pattern.search(text, timeout=left)
+        return pattern.search(text, timeout=left, concurrent=True)  # the GIL released
     except TimeoutError as exc:
         raise PatternTimeout(f"segmentation patterns ran past {deadline}") from exc
 

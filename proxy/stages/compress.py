@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 
+from compressors.adaptive import AUTO, AdaptiveBudget
+from compressors.deadline import DeadlineExceeded
 from compressors.verbatim import merge, partition
 from proxy.context import RequestContext
 from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
@@ -98,14 +100,15 @@ class CompressStage:
         wait = self.engine.expected_wait_ms(per_char)
         seen = await self._seen(texts, found, ctx.tenant)
         decision = self.gate.decide(context_tokens=tokens, cached_docs=hits,
-                                    total_docs=len(texts), rate=rate, wait_ms=wait,
+                                    total_docs=len(texts), rate=_expected(rate), wait_ms=wait,
                                     seen_docs=seen, in_flight=self.engine.in_flight())  # fmt: skip
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
             return None
         try:
-            outcome = await self.engine.compress(texts, question, decision.rate, ctx.tenant)
+            asked = AUTO if rate == AUTO else decision.rate
+            outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
         except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
             reason = _failure_reason(exc)
             log.warning("compression failed open (%s): %s", reason,
@@ -141,10 +144,15 @@ class CompressStage:
         m.memo_lookups.labels("miss").inc(outcome.misses)
 
 
+def _expected(rate: float | str) -> float:
+    """The keep rate the gate prices: an adaptive budget's most kept (the least saved)."""
+    return AdaptiveBudget().rate if rate == AUTO else rate
+
+
 def _failure_reason(exc: BaseException) -> str:
     if isinstance(exc, CompressionBusy):
         return "busy"
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, (TimeoutError, DeadlineExceeded)):  # the worker's own deadline
         return "timeout"
     if isinstance(exc, WorkerCrashed):
         return "crash"
