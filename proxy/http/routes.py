@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 POST, GET = frozenset({"POST"}), frozenset({"GET", "HEAD"})
 _ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
@@ -70,11 +71,14 @@ TEMPLATES: tuple[tuple[tuple[str, ...], Route], ...] = (
 )
 
 
+_EXACT_MATCHES = MappingProxyType({path: Match(route, path) for path, route in EXACT.items()})
+
+
 def match(path: str) -> Match | None:
     """The route of a normalised path (proxy/http/paths.py), or None (a 404)."""
-    route = EXACT.get(path)
-    if route is not None:
-        return Match(route, path)
+    found = _EXACT_MATCHES.get(path)
+    if found is not None:
+        return found
     segments = path.split("/")
     for template, route in TEMPLATES:
         if len(template) == len(segments) and all(map(_fits, template, segments)):
