@@ -250,7 +250,7 @@ def build(
     tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
                         settings.log_prompts, ops.tracing)  # fmt: skip
-    kv = build_kv(settings.routing.kv_events, pool, metrics)
+    kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
     router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic,
                                           kv=kv))  # fmt: skip
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
