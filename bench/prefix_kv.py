@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,16 @@ from bench.common import ROOT, free_port
 from bench.vllm_pair import MODEL_DIR, SERVED, bind_env, cache_args, vllm_module
 from proxy.routing.kv.events import BlockStored
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
+
+KV_TARGETS = {  # issue 20's "Must show"; "ragtrim" (the cache_pressure mode) = rendezvous
+    "one_application.kv_vs_rendezvous_ttft_p50": ("<=", 0.6),
+    "one_application.kv_vs_roundrobin_ttft_p50": ("<=", 0.5),
+    "one_application.kv_hit_ratio_block_aligned": (">=", 0.9),
+    "one_application.kv_max_mean_load": ("<=", 1.25),
+    "cache_pressure.kv_vs_rendezvous_ttft_p50": ("<=", 1.0),
+    "cache_pressure.kv_minus_rendezvous_hit_ratio": (">=", 0.0),
+    "kv_event_lag_p99_ms": ("<=", 50),
+}
 
 
 @dataclass(frozen=True)
@@ -138,3 +149,26 @@ def index_bytes_per_block(blocks: int = 20_000) -> dict:
     used = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     return {"measured": round(used / blocks, 1), "stated_upper_bound": BYTES_PER_BLOCK}
+
+
+def kv_regime(result: dict, repeats: list[dict], kv_proxy: dict) -> dict:
+    """The kv keys of a bench.prefix_routing regime (its "ragtrim" mode is rendezvous)."""
+    kv, rendezvous = result["kv"]["hit_ratio"], result["ragtrim"]["hit_ratio"]
+    ratio = statistics.median(r["kv_vs_rendezvous"] for r in repeats)
+    return {
+        "kv_vs_rendezvous_ttft_p50": round(ratio, 3),
+        "kv_hit_ratio": kv,
+        "kv_minus_rendezvous_hit_ratio": round(kv - rendezvous, 4),
+        "kv_proxy": kv_proxy,
+    }
+
+
+def kv_top_level(result: dict) -> dict:
+    """Event lag p99: the worst of the regimes' kv proxies; index bytes per block."""
+    regimes = [result, result.get("cache_pressure"), result.get("one_application")]
+    lags = [r["kv_proxy"]["event_lag_p99_ms"] for r in regimes if r and "kv_proxy" in r]
+    lags = [lag for lag in lags if lag is not None]
+    return {
+        "kv_event_lag_p99_ms": max(lags, default=None),
+        "kv_index_bytes_per_block": index_bytes_per_block(),
+    }

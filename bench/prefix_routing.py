@@ -41,10 +41,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
+from bench import one_application
 from bench.common import RESULTS, free_port, spawn_ragtrim, stop, write_result
+from bench.prefix_kv import (
+    KV_TARGETS,
+    kv_env,
+    kv_proxy_figures,
+    kv_regime,
+    kv_replicas,
+    kv_top_level,
+)
 from bench.prefix_workload import (
     HIT_RATIO_DEFINITION,
     MODES,
+    judge,
     median_summary,
     prefix_stats,
     pressure_blocks,
@@ -53,10 +63,11 @@ from bench.prefix_workload import (
     share_cached,
     summarize,
 )
-from bench.vllm_pair import BLOCK, one_request, replicas
+from bench.vllm_pair import BLOCK, one_request
 
-POLICY = {"roundrobin": "roundrobin", "ragtrim": "affinity"}
-TARGETS = {  # (path in the result, comparison, bound)
+POLICY = {"roundrobin": "roundrobin", "ragtrim": "affinity", "kv": "affinity"}  # kv: + events
+TARGETS = {  # (path in the result, comparison, bound); "ragtrim" is rendezvous affinity
+    **KV_TARGETS,
     "cache_pressure.ttft_p50_ratio": ("<=", 0.7),
     "cache_pressure.hit_ratio": (">=", 0.9),
     "cache_pressure.max_mean_load": ("<=", 1.25),
@@ -111,15 +122,19 @@ def proxy_metrics(url: str) -> dict:
 
 
 @contextlib.contextmanager
-def proxies_for(backends: list[str]) -> Iterator[dict[str, str]]:
-    """One proxy per mode, both up at once; stopped by PID whatever happens."""
+def proxies_for(backends: list[str], extra: dict) -> Iterator[dict[str, str]]:
+    """One proxy per mode, all up at once; stopped by PID whatever happens."""
     env = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}
     procs, urls = [], {}
     try:
         for mode in MODES:
             port = free_port()
             procs.append(
-                spawn_ragtrim(backends, port, {**env, "RAGTRIM_ROUTING__POLICY": POLICY[mode]})
+                spawn_ragtrim(
+                    backends,
+                    port,
+                    {**env, "RAGTRIM_ROUTING__POLICY": POLICY[mode], **extra.get(mode, {})},
+                )
             )
             urls[mode] = f"http://127.0.0.1:{port}"
         yield urls
@@ -128,10 +143,10 @@ def proxies_for(backends: list[str]) -> Iterator[dict[str, str]]:
             stop(proc)
 
 
-def measure(backends: list[str], args, interleaved: bool) -> dict:
+def measure(backends: list[str], args, interleaved: bool, extra: dict) -> dict:
     """Every repeat on these replicas: records, prompt statistics, proxy counters."""
     out: dict = {"repeats": []}
-    with proxies_for(backends) as proxies, httpx.Client(timeout=300) as client:
+    with proxies_for(backends, extra) as proxies, httpx.Client(timeout=300) as client:
         for base in backends:  # one unrelated request per replica, not measured
             one_request(client, base, request_body(99, 999, 0, args))
         for rep in range(args.repeats):
@@ -140,6 +155,7 @@ def measure(backends: list[str], args, interleaved: bool) -> dict:
             records = run_repeat(client, proxies, sets, args, rep, interleaved)
             out["repeats"].append({"records": records, "stats": stats})
         out["metrics"] = {mode: proxy_metrics(url) for mode, url in proxies.items()}
+        out["kv_proxy"] = kv_proxy_figures(proxies["kv"])
     return out
 
 
@@ -150,7 +166,8 @@ def summarize_repeat(rep: dict, backends: list[str], index: int) -> dict:
         stats = rep["stats"][mode]
         for rec in rep["records"][mode]:
             rec.update(mode=mode, repeat=index, static_prefix_tokens=stats[rec["prompt"]]["static"])
-    return {**result, "ttft_p50_ratio": round(ratio, 3)}
+    kv = result["kv"]["ttft_p50_ms"] / result["ragtrim"]["ttft_p50_ms"]
+    return {**result, "ttft_p50_ratio": round(ratio, 3), "kv_vs_rendezvous": round(kv, 3)}
 
 
 def workload(args, run: dict, kv_blocks: int | None) -> dict:
@@ -174,14 +191,15 @@ def workload(args, run: dict, kv_blocks: int | None) -> dict:
 
 def run_regime(args, kv_blocks: int | None, interleaved: bool) -> dict:
     """Fresh replicas (empty caches), both modes, every repeat; medians over repeats."""
-    with replicas(2, kv_blocks, bind=not args.no_bind) as servers:
-        backends = [s.base_url for s in servers]
-        run = measure(backends, args, interleaved)
+    with kv_replicas(2, kv_blocks, bind=not args.no_bind) as reps:
+        backends = [r.base_url for r in reps]
+        run = measure(backends, args, interleaved, {"kv": kv_env(reps)})
     repeats = [summarize_repeat(rep, backends, i) for i, rep in enumerate(run["repeats"])]
     result = {m: median_summary([r[m] for r in repeats]) for m in MODES}
     for mode in MODES:
         result[mode]["proxy_metrics"] = run["metrics"][mode]
     result["ttft_p50_ratio"] = round(statistics.median(r["ttft_p50_ratio"] for r in repeats), 3)
+    result.update(kv_regime(result, repeats, run["kv_proxy"]))
     result["repeats"] = [{"ttft_p50_ratio": r["ttft_p50_ratio"], **{m: _brief(r[m]) for m in MODES}}
                          for r in repeats]  # fmt: skip
     result["workload"] = workload(args, run, kv_blocks)
@@ -192,21 +210,6 @@ def run_regime(args, kv_blocks: int | None, interleaved: bool) -> dict:
 def _brief(summary: dict) -> dict:
     keys = ("hit_ratio", "ttft_p50_ms", "max_mean_load", "prompts_homed_per_backend")
     return {k: summary[k] for k in keys}
-
-
-def lookup(result: dict, path: str):
-    for part in path.split("."):
-        result = result[part]
-    return result
-
-
-def targets(result: dict) -> dict:
-    out = {}
-    for path, (op, bound) in TARGETS.items():
-        value = lookup(result, path)
-        met = value <= bound if op == "<=" else value >= bound
-        out[path] = {"value": value, "target": f"{op} {bound}", "met": met}
-    return out
 
 
 def write_records(result: dict) -> None:
@@ -254,6 +257,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="cache pressure: each replica's KV cache holds this share of a prompt set's "
         "blocks (fresh replicas, modes one after the other); 0 = skip")  # fmt: skip
     add("--no-bind", action="store_true", help="leave vLLM's OpenMP core binding at 'auto'")
+    add("--conversations", type=int, default=24, help="one-application regime; 0 = skip")
+    add("--turns", type=int, default=6, help="one-application: turns per conversation")
+    add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
+    add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
     return parser.parse_args(argv)
 
 
@@ -269,7 +276,10 @@ def main(argv: list[str] | None = None) -> dict:
                   max_mean_load=cp["ragtrim"]["max_mean_load"])  # fmt: skip
         result["cache_pressure"] = cp
         result["headline"] = "cache_pressure"
-        result["targets"] = targets(result)
+    if args.conversations:
+        result["one_application"] = one_application.run(args, bind=not args.no_bind)
+    result.update(kv_top_level(result))
+    result["targets"] = judge(result, TARGETS)
     result["hit_ratio_definition"], result["method"] = HIT_RATIO_DEFINITION, METHOD
     result["wall_s"] = round(time.monotonic() - started, 1)
     write_records(result)

@@ -19,7 +19,7 @@ import httpx
 from bench.common import percentile
 from bench.vllm_pair import BLOCK, SERVED, tokenize
 
-MODES = ("roundrobin", "ragtrim")
+MODES = ("roundrobin", "ragtrim", "kv")  # ragtrim: rendezvous affinity; kv: KV events
 SUBJECTS = ("refunds", "invoices", "shipping", "warranty claims", "account access",
             "billing disputes", "order changes", "product returns")  # fmt: skip
 VERBS = ("confirm", "explain", "summarise", "check", "escalate", "document", "verify")
@@ -165,4 +165,23 @@ def median_summary(runs: list[dict]) -> dict:
             out[key] = round(statistics.median(values), 4)
         elif isinstance(value, dict):
             out[key] = {k: sum(v.get(k, 0) for v in values) for k in value}
+    return out
+
+
+def lookup(result: dict, path: str):
+    for part in path.split("."):
+        result = result[part]
+    return result
+
+
+def judge(result: dict, targets: dict) -> dict:
+    """Each target's value, bound and whether it is met; a regime not run is left out."""
+    out = {}
+    for path, (op, bound) in targets.items():
+        try:
+            value = lookup(result, path)
+        except (KeyError, TypeError):
+            continue  # that regime was not run
+        met = value <= bound if op == "<=" else value >= bound
+        out[path] = {"value": value, "target": f"{op} {bound}", "met": met}
     return out

@@ -96,13 +96,15 @@ class RequestTokens:
 
     `on_cost(ms_per_1k)` reports what it cost (ragtrim_kv_tokenize_ms_per_1k)."""
 
-    def __init__(self, pool: EndpointPool, on_cost: Callable[[float], None] | None = None):
-        self.pool = pool
-        self.on_cost = on_cost
+    def __init__(self, pool: EndpointPool, on_cost: Callable[[float], None] | None = None,
+                 explicit_dir: str = ""):  # fmt: skip
+        self.pool, self.on_cost, self.explicit_dir = pool, on_cost, explicit_dir
         self._by_root: dict[str, ChatTokenizer | None] = {}
 
     def tokenizer(self, model: str | None) -> ChatTokenizer | None:
-        root = local_model_root(self.pool, model)
+        """compression.tokenizer when set (a gateway whose pods do not share the model
+        volume ships the tokenizer dir), else the backend's local model root."""
+        root = self.explicit_dir or local_model_root(self.pool, model)
         if root is None:
             return None
         if root not in self._by_root:

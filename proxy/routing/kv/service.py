@@ -31,7 +31,8 @@ class KvRouting:
         await self.subscriptions.stop()
 
 
-def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics) -> KvRouting | None:
+def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics,
+             tokenizer_dir: str = "") -> KvRouting | None:  # fmt: skip
     if not settings.enabled:
         return None
     index = KvIndex(settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc,
@@ -40,5 +41,5 @@ def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics) -> KvRo
     m.kv_index_bytes.set_function(lambda: index.blocks() * BYTES_PER_BLOCK)
     hooks = Hooks(lag=m.kv_event_lag.observe, resync=lambda why: m.kv_resyncs.labels(why).inc(),
                   batch=m.kv_batches.inc, bad=m.kv_bad_messages.inc)  # fmt: skip
-    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe)
+    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe, explicit_dir=tokenizer_dir)
     return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks))

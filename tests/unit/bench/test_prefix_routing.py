@@ -3,8 +3,10 @@ targets, and the summary line that ends in the headline ratio."""
 
 from __future__ import annotations
 
+from bench import one_application as oa
 from bench import prefix_routing as pr
 from bench import prefix_workload as wl
+from bench.prefix_kv import KV_TARGETS, kv_regime, quantile
 
 STATS = {0: {"static": 300, "system_tokens": 290}, 1: {"static": 300, "system_tokens": 290}}
 A, B = "http://a", "http://b"
@@ -57,9 +59,9 @@ def fake_result(cp_ratio=0.6, cp_hit=0.95, cp_load=1.1, hit=0.96, ratio=0.8) -> 
 
 
 def test_targets_are_judged_on_the_figures_they_name():
-    met = pr.targets(fake_result())
-    assert all(t["met"] for t in met.values()) and set(met) == set(pr.TARGETS)
-    missed = pr.targets(fake_result(cp_ratio=0.71, cp_load=1.312))
+    met = wl.judge(fake_result(), pr.TARGETS)  # no kv figures: those targets left out
+    assert all(t["met"] for t in met.values()) and set(met) == set(pr.TARGETS) - set(KV_TARGETS)
+    missed = wl.judge(fake_result(cp_ratio=0.71, cp_load=1.312), pr.TARGETS)
     assert [k for k, t in missed.items() if not t["met"]] == [
         "cache_pressure.ttft_p50_ratio",
         "cache_pressure.max_mean_load",
@@ -74,3 +76,37 @@ def test_the_summary_line_ends_in_the_cache_pressure_ratio():
     res = fake_result()
     del res["cache_pressure"]
     assert pr.summary_line(res).endswith("ttft_p50_ratio 0.8")
+
+
+def test_kv_targets_are_judged_when_the_kv_figures_are_there():
+    res = fake_result()
+    res["cache_pressure"]["kv"] = {"hit_ratio": 0.97}
+    repeats = [{"kv_vs_rendezvous": 0.9}, {"kv_vs_rendezvous": 1.2}, {"kv_vs_rendezvous": 0.8}]
+    res["cache_pressure"].update(kv_regime(res["cache_pressure"], repeats, {}))
+    assert res["cache_pressure"]["kv_vs_rendezvous_ttft_p50"] == 0.9
+    assert res["cache_pressure"]["kv_minus_rendezvous_hit_ratio"] == round(0.97 - 0.95, 4)
+    res["kv_event_lag_p99_ms"] = 60.0
+    met = wl.judge(res, pr.TARGETS)
+    assert met["cache_pressure.kv_vs_rendezvous_ttft_p50"]["met"]
+    assert met["cache_pressure.kv_minus_rendezvous_hit_ratio"]["met"]
+    assert not met["kv_event_lag_p99_ms"]["met"]
+
+
+def test_one_application_turns_extend_the_last_and_hits_are_block_aligned():
+    first, second = oa.conversation(0, 3, 1, 2), oa.conversation(0, 3, 2, 2)
+    assert second[: len(first)] == first and second[len(first)]["role"] == "assistant"
+    assert oa.conversation(1, 3, 1, 2)[0] != first[0]  # each mode its own system prompt
+    recs = [{"conversation": 0, "turn": 1, "prompt_tokens": 300, "cached_tokens": 0,
+             "backend": A, "ttft_ms": 50.0},
+            {"conversation": 0, "turn": 2, "prompt_tokens": 420, "cached_tokens": 256,
+             "backend": A, "ttft_ms": 10.0}]  # fmt: skip
+    s = oa.summarize(recs, [A, B])
+    assert s["hit_ratio_block_aligned"] == 1.0  # floor(300 / 128) * 128 = 256
+    assert s["max_mean_load"] == 2.0 and s["requests_per_backend"] == {A: 2, B: 0}
+
+
+def test_histogram_quantile_interpolates_as_prometheus():
+    buckets = [(0.001, 50.0), (0.005, 99.0), (0.01, 100.0), (float("inf"), 100.0)]
+    assert quantile(buckets, 0.5) == 0.001
+    assert abs(quantile(buckets, 0.99) - 0.005) < 1e-9
+    assert quantile([], 0.99) is None

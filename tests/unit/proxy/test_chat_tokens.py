@@ -1,0 +1,53 @@
+"""Request token ids with the model's own chat template (the tiny Llama of make setup);
+equality with vLLM's /tokenize is tests/integration/test_kv_events.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.chat_tokens import ChatTokenizer, RequestTokens, vllm_messages
+from proxy.routing.endpoint import Endpoint, EndpointPool
+
+TINY = Path(__file__).resolve().parents[3] / ".models" / "tiny-llama"
+pytestmark = pytest.mark.skipif(not (TINY / "tokenizer.json").exists(), reason="make setup")
+SYSTEM = {"role": "system", "content": "You answer from the documents. " * 20}
+
+
+def pool(root: str) -> EndpointPool:
+    card = {"id": "tiny-llama", "root": root}
+    return EndpointPool([Endpoint("http://a", healthy=True, model_cards=(card,))])
+
+
+def test_static_prefix_cache_gives_the_ids_of_the_whole_text():
+    tok = ChatTokenizer(str(TINY))
+    body = {"messages": [SYSTEM, {"role": "user", "content": "What is in the box?"}]}
+    whole = tok.encode(tok.render(vllm_messages(body["messages"]), body, True))
+    assert tok.chat(body) == whole and len(tok.cache) == 1
+    assert tok.chat(body) == whole and len(tok.cache) == 1  # from the cache
+    (prefix,) = tok.cache.values()
+    other = {"messages": [SYSTEM, {"role": "user", "content": "And the other one?"}]}
+    assert tok.chat(other)[: len(prefix)] == whole[: len(prefix)] == prefix
+
+
+def test_content_parts_are_joined_as_vllm_does():
+    parts = [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
+    assert vllm_messages([{"role": "user", "content": parts}])[0]["content"] == "one\ntwo"
+
+
+def test_request_tokens_find_the_model_root_and_report_the_cost():
+    costs: list[float] = []
+    tokens = RequestTokens(pool(str(TINY)), on_cost=costs.append)
+    ids = tokens.ids(
+        "chat", {"messages": [SYSTEM, {"role": "user", "content": "Hi"}]}, "tiny-llama"
+    )
+    assert ids and costs and costs[0] > 0
+    assert tokens.ids("completions", {"prompt": "Hello there"}, "tiny-llama")
+    assert tokens.ids("other", {}, "tiny-llama") is None
+
+
+def test_no_local_root_means_no_ids():
+    assert RequestTokens(pool("/nonexistent")).ids("chat", {"messages": []}, "tiny-llama") is None
+    explicit = RequestTokens(pool("/nonexistent"), explicit_dir=str(TINY))
+    assert explicit.ids("completions", {"prompt": "Hi"}, "tiny-llama")
