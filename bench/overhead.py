@@ -5,6 +5,9 @@
     floor     a bare pass-through ASGI app on ragtrim's own server + client stack
               (uvicorn + httptools + uvloop, aiohttp): the Python floor
     ragtrim   `ragtrim serve`, 1 worker (and 2 workers for throughput)
+    ragtrim_traced  the same with tracing on, exporting every span over OTLP/HTTP to a
+              sink (bench/otlp_sink.py): `tracing_added_p50_ms` is it minus ragtrim,
+              paired request by request in the same interleaved run
 
 c=1: each request goes to every target in turn (latency of JSON answers, time to the
 first byte of SSE answers); CPU ms per request from each process tree's /proc
@@ -26,7 +29,7 @@ from bench.procs import cpu_ms, start_nginx
 
 PATH = "/v1/chat/completions"
 BODY = {"model": "stub-model", "messages": [{"role": "user", "content": "hello " * 50}]}
-TARGETS = ("direct", "nginx", "floor", "floor_granian", "ragtrim")
+TARGETS = ("direct", "nginx", "floor", "floor_granian", "ragtrim", "ragtrim_traced")
 
 
 def _start_all(stub_port: int) -> dict:
@@ -43,8 +46,18 @@ def _start_all(stub_port: int) -> dict:
     procs["floor_granian"] = _granian_floor(ports["floor_granian"], backend)
     procs["ragtrim"] = spawn_ragtrim([backend], ports["ragtrim"])
     procs["ragtrim2"] = spawn_ragtrim([backend], ports["ragtrim2"], {"RAGTRIM_WORKERS": "2"})
+    procs["otlp_sink"], traced = _traced_env(free_port())
+    procs["ragtrim_traced"] = spawn_ragtrim([backend], ports["ragtrim_traced"], traced)
     _wait_nginx(ports["nginx"])
     return {"ports": ports, "procs": procs}
+
+
+def _traced_env(sink_port: int):
+    """The OTLP sink, and the variables that turn ragtrim's tracing on towards it."""
+    sink = spawn([sys.executable, "-m", "bench.otlp_sink", "--port", str(sink_port)],
+                 f"http://127.0.0.1:{sink_port}/health")  # fmt: skip
+    endpoint = f"http://127.0.0.1:{sink_port}/v1/traces"
+    return sink, {"RAGTRIM_TRACING__ENABLED": "on", "RAGTRIM_TRACING__ENDPOINT": endpoint}
 
 
 def _granian_floor(port: int, backend: str):
@@ -106,6 +119,17 @@ def _added(times: dict, name: str, q: float) -> float:
     return round(percentile(times[name], q) - percentile(times["direct"], q), 3)
 
 
+def _tracing(json_t: dict, sse_t: dict, cpu: dict) -> dict:
+    """Tracing on minus off, both ragtrim with one worker, in the same interleaved run."""
+    p50 = {name: percentile(json_t[name], 50) for name in ("ragtrim", "ragtrim_traced")}
+    ttfb = {name: percentile(sse_t[name], 50) for name in ("ragtrim", "ragtrim_traced")}
+    return {
+        "tracing_added_p50_ms": round(p50["ragtrim_traced"] - p50["ragtrim"], 3),
+        "tracing_ttfb_added_p50_ms": round(ttfb["ragtrim_traced"] - ttfb["ragtrim"], 3),
+        "tracing_cpu_ms_per_request": round(cpu["ragtrim_traced"] - cpu["ragtrim"], 3),
+    }
+
+
 def _result(json_t: dict, sse_t: dict, cpu: dict, rps: dict, n: int) -> dict:
     floor_added = _added(json_t, "floor", 50)
     return {
@@ -126,6 +150,7 @@ def _result(json_t: dict, sse_t: dict, cpu: dict, rps: dict, n: int) -> dict:
         "nginx_cpu_ms_per_request": round(cpu["nginx"], 3),
         "direct_cpu_ms_per_request": round(cpu["direct"], 3),
         "cpu_vs_floor": round(cpu["ragtrim"] / max(cpu["floor"], 1e-3), 3),
+        **_tracing(json_t, sse_t, cpu),
         "rps_c32": {name: round(v, 1) for name, v in rps.items()},
         "throughput_vs_nginx": round(rps["ragtrim2"] / rps["nginx"], 3),
         "throughput_vs_nginx_1_worker": round(rps["ragtrim"] / rps["nginx"], 3),
@@ -155,7 +180,8 @@ def main(argv: list[str] | None = None) -> dict:
         f"{result['ttfb_added_p50_ms']} ms; cpu {result['cpu_ms_per_request']} ms/req (floor "
         f"{result['floor_cpu_ms_per_request']}, nginx {result['nginx_cpu_ms_per_request']}); "
         f"added_p50_vs_floor {result['added_p50_vs_floor']}; "
-        f"throughput_vs_nginx {result['throughput_vs_nginx']}"
+        f"throughput_vs_nginx {result['throughput_vs_nginx']}; "
+        f"tracing_added_p50_ms {result['tracing_added_p50_ms']}"
     )
     return result
 
