@@ -25,3 +25,20 @@ def test_ingest_without_a_question_makes_later_questions_seen(stub, make_proxy, 
     metrics = httpx.get(f"{proxy.url}/metrics").text
     assert 'ragtrim_feature_lookups_total{result="local"}' in metrics
     assert "ragtrim_feature_cache_bytes" in metrics and "ragtrim_feature_bytes_written" in metrics
+
+
+def test_rate_auto_is_an_adaptive_budget(stub, make_proxy, static_model):  # noqa: F811
+    from compressors.adaptive import AdaptiveBudget
+    from proxy.options import read_options
+
+    assert read_options({"x-ragtrim-rate": "auto"}, None).rate == "auto"
+    assert read_options({}, {"rate": "auto"}).keep_rate(0.5) == "auto"
+    fast = FastExtractiveCompressor(ApproxTokenCounter(), model_path=static_model)
+    proxy = make_proxy([stub.url], compressor=fast, compression={**ALWAYS, "tokenizer": ""})
+    resp = post(proxy, rag_body(ragtrim={"rate": "auto"}))
+    before, after = (int(resp.headers[f"x-ragtrim-tokens-{k}"]) for k in ("before", "after"))
+    assert 0 < after <= before * AdaptiveBudget().rate
+    for bad in ("Auto", "AUTO", "0.5x"):
+        r = httpx.post(f"{proxy.url}/v1/chat/completions", json=rag_body(),
+                       headers={"x-ragtrim-rate": bad})  # fmt: skip
+        assert r.status_code == 400 and r.json()["error"]["param"] == "rate"
