@@ -31,33 +31,43 @@ _LINES = re.compile(_LINE_END)
 class EventSplitter:
     def __init__(self, max_event: int):
         self.max_event = max_event
-        self._tail = b""
+        self._parts: list[bytes] = []  # the unfinished event, as it arrived (never re-joined
+        self._size = 0  # per chunk: a long event costs linear time, not quadratic)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The events this chunk completes, delimiters included; the rest is held."""
-        buffer = self._tail + chunk if self._tail else chunk
+        edge = self._parts[-1][-3:] if self._parts else b""  # a delimiter may straddle
+        if not _EVENT_END.search(edge + chunk):
+            return self._hold(chunk)
+        buffer = b"".join([*self._parts, chunk])
+        self._parts, self._size = [], 0
         events, start = [], 0
-        # resume the search a little before the old tail's end: a delimiter may straddle
-        search_from = max(0, len(self._tail) - 3)
-        for match in _EVENT_END.finditer(buffer, search_from):
+        for match in _EVENT_END.finditer(buffer, max(0, len(buffer) - len(chunk) - 3)):
             events.append(buffer[start : match.end()])
             start = match.end()
-        self._tail = buffer[start:]
-        if len(self._tail) > self.max_event:
-            self._tail = b""
+        self._hold(buffer[start:])
+        return events
+
+    def _hold(self, data: bytes) -> list[bytes]:
+        if data:
+            self._parts.append(data)
+            self._size += len(data)
+        if self._size > self.max_event:
+            self._parts, self._size = [], 0
             raise UpstreamTooLarge(
                 f"backend sent an SSE event over {self.max_event} bytes",
                 code="upstream_event_too_large",
             )
-        return events
+        return []
 
     @property
     def pending(self) -> bool:
         """Bytes of an unfinished event are held."""
-        return bool(self._tail)
+        return bool(self._parts)
 
     def flush(self) -> bytes:
-        tail, self._tail = self._tail, b""
+        tail = b"".join(self._parts)
+        self._parts, self._size = [], 0
         return tail
 
 

@@ -1,0 +1,106 @@
+"""issue 23, on a real process: ragtrim with a small open-file limit, its descriptors
+used up by idle client connections, must answer the next request with its own 503
+(local_resources_exhausted) and keep the healthy backend in the pool; on main it said
+"backend refused the connection" and ejected it (503s until the next health check).
+
+The edge's own connection cap (http.max_connections) would refuse the idle clients
+first; it is set out of the way here, to reach the upstream connect at EMFILE."""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+from stub_vllm import StubVllm
+
+from tests.support.servers import free_port, serving
+
+LIMIT = 96  # open files for the ragtrim process
+CHAT = json.dumps({"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]})
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
+
+
+def _start(port: int, backend: str) -> subprocess.Popen:
+    args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends", backend,
+            "--log-level", "error", "--compression-compressor", "identity",
+            "--health-interval", "60", "--health-panic", "false",
+            "--http-max-connections", "100000", "--http-keep-alive-timeout", "120",
+            "--compression-prefill-metrics", "false", "--warmup-enabled", "false"]  # fmt: skip
+    proc = subprocess.Popen(args, preexec_fn=_limit, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("ragtrim did not become ready")
+
+
+def _send(port: int, request: bytes) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(request)
+    return sock
+
+
+def _answer(sock: socket.socket, wait: float) -> bytes:
+    """The first bytes of the answer; b"" when none came or the connection was reset."""
+    sock.settimeout(wait)
+    try:
+        return sock.recv(65536)
+    except (TimeoutError, ConnectionResetError):
+        return b""
+
+
+def _fill(port: int) -> list[socket.socket]:
+    """Idle keep-alive clients until the next one is refused: uvloop (libuv) accepts
+    and resets a connection it has no descriptor for; plain asyncio leaves it
+    waiting. Either way that one is closed: ragtrim is left with no free descriptor."""
+    idle = []
+    for _ in range(LIMIT):
+        sock = _send(port, b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        if not _answer(sock, 1.5):
+            sock.close()
+            time.sleep(1.5)  # asyncio retries accept after 1 s: let it take and drop it
+            return idle
+        idle.append(sock)
+    raise AssertionError("ragtrim accepted more connections than it has descriptors")
+
+
+def _chat(port: int) -> bytes:
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: {len(CHAT)}\r\n"
+    return (head + "content-type: application/json\r\n\r\n" + CHAT).encode()
+
+
+def test_descriptor_exhaustion_is_ragtrims_503_and_keeps_the_backend():
+    with serving(StubVllm()) as stub:
+        port = free_port()
+        proc = _start(port, stub.url)
+        try:
+            idle = _fill(port)
+            idle.pop().close()  # one descriptor free: the next client takes it
+            time.sleep(0.5)  # once ragtrim has seen that close and let go of its socket
+            chat = _send(port, _chat(port))
+            answer = _answer(chat, 10)  # its upstream connect finds none
+            answer += _answer(chat, 1) if answer.endswith(b"\r\n\r\n") else b""  # the body
+            assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
+            assert b"local_resources_exhausted" in answer
+            for sock in [*idle, chat]:
+                sock.close()
+            time.sleep(0.5)
+            assert httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+            ok = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", content=CHAT)
+            assert ok.status_code == 200  # the backend was never ejected
+        finally:
+            proc.kill()
+            proc.wait(10)
