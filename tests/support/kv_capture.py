@@ -71,6 +71,20 @@ def drain(sub: zmq.Socket, seconds: float) -> list[list[bytes]]:
     return got
 
 
+def replay_seqs(ctx: zmq.Context, port: int) -> list[int]:
+    """The seqs the replay ROUTER sends back from seq 0 (DEALER: [b"", start])."""
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.connect(f"tcp://127.0.0.1:{port}")
+    dealer.send_multipart([b"", (0).to_bytes(8, "big")])
+    replayed = []
+    while dealer.poll(5000):
+        _, _, seq, _ = dealer.recv_multipart()
+        if int.from_bytes(seq, "big", signed=True) == -1:
+            break
+        replayed.append(int.from_bytes(seq, "big"))
+    return replayed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     for name in ("http", "pub", "replay"):
@@ -92,15 +106,7 @@ def main() -> None:
         tok = httpx.post(f"{base}/tokenize", json={"model": "tiny-llama", "messages": messages})
         tokens.append(tok.json()["tokens"])
     frames = drain(sub, 2.0)
-    dealer = ctx.socket(zmq.DEALER)
-    dealer.connect(f"tcp://127.0.0.1:{a.replay}")
-    dealer.send_multipart([b"", (0).to_bytes(8, "big")])
-    replayed = []
-    while dealer.poll(5000):
-        _, _, seq, payload = dealer.recv_multipart()
-        if int.from_bytes(seq, "big", signed=True) == -1:
-            break
-        replayed.append(int.from_bytes(seq, "big"))
+    replayed = replay_seqs(ctx, a.replay)
     a.out.mkdir(parents=True, exist_ok=True)
     payloads = [f[2] for f in frames]
     (a.out / "tagged_batches.msgpack").write_bytes(msgspec.msgpack.encode(payloads))
