@@ -24,7 +24,11 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "ragtrim.json"
 NAME = re.compile(r"\b(ragtrim_[a-z0-9_]+)\b")
 # Series that only exist after a failure this test does not cause (their families are
 # still checked to be declared on /metrics).
-FAILURE_ONLY = {"ragtrim_compress_failures_total", "ragtrim_store_errors_total"}
+FAILURE_ONLY = {
+    "ragtrim_compress_failures_total",
+    "ragtrim_store_errors_total",
+    "ragtrim_quota_refusals_total",
+}  # a tenant over its limit (quotas off here)
 DOCS = " ".join(f"Fact {i}: room {i} holds {i * 7} boxes of letters." for i in range(40))
 
 
@@ -74,6 +78,15 @@ def test_dashboard_is_valid_grafana_json():
     for panel in dash["panels"]:
         for target in panel.get("targets", []):
             assert target["expr"].count("(") == target["expr"].count(")"), target["expr"]
+
+
+def test_savings_by_tenant_panel():
+    """Issue 22: what each tenant saved, from the tenant-labelled counters."""
+    panels = {p["title"]: p for p in json.loads(DASHBOARD.read_text())["panels"]}
+    saved = next(p for t, p in panels.items() if t.startswith("Savings by tenant"))
+    (target,) = saved["targets"]
+    assert "ragtrim_tenant_tokens_removed_total" in target["expr"]
+    assert "by (tenant)" in target["expr"] and target["legendFormat"] == "{{tenant}}"
 
 
 def wait_ready(client: httpx.Client) -> None:
