@@ -38,7 +38,10 @@ from proxy.prefix import (
     static_prompt,
 )
 
-_TAGS = re.compile("|".join(re.escape(tag) for tag in (*DOC, *QUESTION)))
+# As the tags recogniser reads them (compressors/segment/tags.py): a document is an
+# opening tag and the next closing one; question tags go wherever a document does.
+_DOC_PAIR = re.compile(re.escape(DOC[0]) + "(.*?)" + re.escape(DOC[1]), re.DOTALL)
+_QUESTION_TAG = re.compile("|".join(re.escape(tag) for tag in QUESTION))
 
 
 class Prompt:
@@ -166,26 +169,34 @@ class CompletionPrompt(Prompt):
 
 
 def strip_multipart_tags(messages: list[Any]) -> list[Any] | None:
-    """The messages with ragtrim's tags removed from every text part of a content list
+    """The messages with ragtrim's tags removed from the text parts of a content list
     that has several (None when there were none). Segmentation addresses one text per
     message (compressors/segment/messages.py), so those documents are not compressed,
-    but their tags must not reach the model either (issue 23)."""
+    but their tags must not reach the model either (issue 23). Tags go as the tags
+    recogniser would take them from one text: a message with a closed document tag
+    pair loses its pairs and its question tags; a stray tag alone stays."""
     out, changed = list(messages), False
     for i, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list) or message_text(message) is not None:
             continue  # a string or a single text part: the tags recogniser's own
-        parts = [_untagged(part) for part in content]
+        texts = [_text(part) for part in content]
+        if not any(text is not None and _DOC_PAIR.search(text) for text in texts):
+            continue
+        parts = [part if text is None else {**part, "text": _untagged(text)}
+                 for part, text in zip(content, texts, strict=True)]  # fmt: skip
         if parts != content:
             out[i], changed = {**message, "content": parts}, True
     return out if changed else None
 
 
-def _untagged(part: Any) -> Any:
+def _text(part: Any) -> str | None:
     text = part.get("text") if isinstance(part, dict) and part.get("type") == "text" else None
-    if not isinstance(text, str) or "<ragtrim:" not in text and "</ragtrim:" not in text:
-        return part
-    return {**part, "text": _TAGS.sub("", text)}
+    return text if isinstance(text, str) else None
+
+
+def _untagged(text: str) -> str:
+    return _QUESTION_TAG.sub("", _DOC_PAIR.sub(r"\1", text))
 
 
 def prompt_for(route: str, body: dict[str, Any]) -> Prompt:

@@ -27,6 +27,8 @@ def test_tags_leave_every_text_part_and_the_rest_stays():
 
 def test_nothing_to_strip_is_no_change():
     assert strip_multipart_tags([{"role": "user", "content": parts("a", "b")}]) is None
+    stray = parts("a </ragtrim:doc>", "<ragtrim:question>b")  # no document: left, as in one text
+    assert strip_multipart_tags([{"role": "user", "content": stray}]) is None
     one = [{"role": "user", "content": parts(DOC)}]  # one text part: the recogniser's own
     assert strip_multipart_tags(one) is None
 
