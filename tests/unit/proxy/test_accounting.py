@@ -1,0 +1,66 @@
+"""Accounting's pieces (proxy/accounting.py): periods and keys, bounded labels, what
+one request adds, costs; the access log's line (proxy/accesslog.py)."""
+
+from datetime import UTC, datetime
+
+from cache.store import MemoryStore
+from proxy.accesslog import line_of
+from proxy.accounting import Accounting, counts_of, known_tenants, periods, tenant_label
+from proxy.context import RequestContext
+from proxy.metrics import Metrics
+from proxy.settings import AccountingSettings, TenancySettings
+from proxy.telemetry.record import RequestRecord
+
+TENANCY = TenancySettings(api_keys={"k1": "acme", "k2": "globex"}, salt_secret="x" * 20)
+
+
+def test_periods_are_utc_day_and_month_with_their_ttls():
+    now = datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+    got = periods(now)
+    assert got["today"][0] == "day:2026-12-31" and got["month"][0] == "month:2026-12"
+    assert got["today"][1] < got["month"][1]
+    assert periods(now + 1)["month"][0] == "month:2027-01"
+
+
+def test_labels_are_bounded_to_configured_tenants():
+    known = known_tenants(TENANCY)
+    assert known == {"acme", "globex"}
+    assert [tenant_label(t, known) for t in ("acme", "mallory", "")] == ["acme", "other", "other"]
+    assert tenant_label("", known_tenants(TenancySettings())) == "default"
+
+
+def test_one_requests_counts_from_headers_and_usage():
+    headers = {"x-ragtrim-tokens-before": "800", "x-ragtrim-tokens-after": "300"}
+    usage = {"prompt_tokens": 450, "prompt_tokens_details": {"cached_tokens": 128}}
+    assert counts_of(headers, usage) == {"requests": 1, "prompt_tokens": 450,
+                                         "tokens_before": 800, "tokens_after": 300,
+                                         "tokens_removed": 500, "cached_tokens": 128}  # fmt: skip
+    nothing = counts_of({}, None)  # not compressed, no usage: only the request counts
+    assert nothing["requests"] == 1 and sum(nothing.values()) == 1
+
+
+async def test_totals_and_costs_per_period():
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC).timestamp()
+    acc = Accounting(MemoryStore(), AccountingSettings(price_per_1k_prompt_tokens=2.0),
+                     TENANCY, Metrics(), clock=lambda: now)  # fmt: skip
+    for _ in range(2):
+        await acc.record("acme", counts_of({"x-ragtrim-tokens-before": "1000",
+                                            "x-ragtrim-tokens-after": "400"},
+                                           {"prompt_tokens": 500}))  # fmt: skip
+    today = (await acc.totals("acme"))["today"]
+    assert today["requests"] == 2 and today["tokens_removed"] == 1200
+    assert today["cost"] == 2.0 and today["cost_saved"] == 2.4
+    assert today["cost_without_ragtrim"] == 4.4
+    assert (await acc.totals("globex"))["month"]["requests"] == 0
+
+
+def test_access_line_has_no_prompt_text_unless_log_prompts():
+    ctx = RequestContext("rid-1", "chat", b"{}", {"model": "m", "messages": []}, {})
+    ctx.tenant = "acme"
+    ctx.response_headers["x-ragtrim-decision"] = "skip:short"
+    record = RequestRecord(started=0.0, ctx=ctx, status=200, backend="http://b:1")
+    scope = {"method": "POST", "path": "/v1/chat/completions"}
+    line = line_of(scope, record, log_prompts=False)
+    assert line["request_id"] == "rid-1" and line["decision"] == "skip:short"
+    assert line["tokens_before"] is None and line["backend"] == "http://b:1"
+    assert "question" not in line
