@@ -1,7 +1,12 @@
 """RagtrimDocumentCompressor: a LangChain BaseDocumentCompressor over ragtrim's
 compressors and chunk memo, e.g. the compressor of a ContextualCompressionRetriever.
 Each document is compressed on its own (order and metadata kept; `ragtrim_compressed`
-marks it); the query is the question for question-aware compressors."""
+marks it); the query is the question for question-aware compressors.
+
+At indexing time (issue 18), `transform_documents` (LangChain's document-transformer
+call, e.g. after a text splitter, before the vector store) stores each chunk's
+question-independent features and returns the documents unchanged: a later
+compression of those chunks, whatever the query, skips their document part."""
 
 from __future__ import annotations
 
@@ -37,6 +42,16 @@ class RagtrimDocumentCompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         return self._rt.run(self._compress(documents, query))
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
+        self._rt.run(self._rt.precompute([d.page_content for d in documents]))
+        return list(documents)
+
+    async def atransform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> list[Document]:
+        await self._rt.arun(self._rt.precompute([d.page_content for d in documents]))
+        return list(documents)
 
     async def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
         if not documents:

@@ -52,6 +52,12 @@ class Runtime:
         await self.ready()
         return await self.engine.compress(list(texts), question, rate or self.rate)
 
+    async def precompute(self, texts: Sequence[str]) -> int:
+        """Store the question-independent features of `texts` (issue 18): later
+        compressions of them, with any question, skip the document part."""
+        await self.ready()
+        return await self.engine.precompute(list(texts))
+
     async def trim_chat(self, messages: list[dict]) -> list[dict] | None:
         """OpenAI-format messages with the recognised context compressed, or None."""
         seg = self.segmenter.chat(messages) if self.enabled else None
