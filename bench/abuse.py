@@ -38,7 +38,14 @@ import aiohttp
 import httpx
 
 from bench import abuse_hostile as hostile
-from bench.abuse_traffic import HOSTILE_MODEL, KEY_OF, KEYS, Tally, normal_traffic
+from bench.abuse_traffic import (
+    HOSTILE_MODEL,
+    KEY_OF,
+    KEYS,
+    Tally,
+    normal_traffic,
+    probe_healthz,
+)  # fmt: skip
 from bench.common import ROOT, free_port, percentile, spawn, stop, write_result
 from bench.procs import _children
 from proxy.stages.tenant import tenant_salt
@@ -95,20 +102,24 @@ async def phase(port: int, pid: int, rate: float, seconds: float, name: str,
     """Normal traffic for `seconds` (and, when `abuse`, the hostile loops in a
     process of their own), sampling ragtrim's RSS."""
     base, tally, samples, done = f"http://127.0.0.1:{port}", Tally(), [], asyncio.Event()
-    sampler = asyncio.create_task(sample_rss(pid, done, samples))
+    sampled = asyncio.Event()
+    sampler = asyncio.create_task(sample_rss(pid, sampled, samples))
     if abuse:
         ctx = multiprocessing.get_context("spawn")
         queue = ctx.Queue()
         proc = ctx.Process(target=hostile.process_main, args=(port, seconds, SECRET, queue))
         proc.start()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        probe = asyncio.create_task(probe_healthz(session, base, done, tally))
         await normal_traffic(session, base, rate, seconds, name, tally)
+        done.set()
+        await probe
     if abuse:
         abused: Tally = await asyncio.to_thread(queue.get, True, 120)
         proc.join(10)
         tally.hostile, tally.slowest_hostile_ms = abused.hostile, abused.slowest_hostile_ms
         tally.sent_context |= abused.sent_context
-    done.set()
+    sampled.set()
     await sampler
     return tally, samples
 
@@ -129,43 +140,35 @@ def backend_checks(stub_urls: list[str], sent: dict[str, int]) -> dict:
             "tricks_at_backend": len(tricks)}  # fmt: skip
 
 
+def _latency(values: list[float]) -> dict:
+    return {"p50": round(percentile(values, 50), 1), "p99": round(percentile(values, 99), 1),
+            "max": round(max(values, default=0), 1)}  # fmt: skip
+
+
 def summarise(clean: tuple[Tally, list[float]], abused: tuple[Tally, list[float]],
               checks: dict, args) -> dict:  # fmt: skip
     (ct, crss), (ht, hrss) = clean, abused
-    p99 = {
-        n: percentile([ms for _, ms in t.normal], 99) for n, t in (("clean", ct), ("hostile", ht))
-    }
-    lost = sum(o != "ok" for t in (ct, ht) for o, _ in t.normal)
+    phases = {"clean": ct, "hostile": ht}
+    normal = {n: _latency([ms for _, ms in t.normal]) for n, t in phases.items()}
     baseline = crss[-1] if crss else 0.0
     out = {
-        "normal_p99_ratio": round(p99["hostile"] / p99["clean"], 2),
-        "lost": lost,
+        "normal_p99_ratio": round(normal["hostile"]["p99"] / normal["clean"]["p99"], 2),
+        "lost": sum(o != "ok" for t in (ct, ht) for o, _ in t.normal),
         "cross_tenant": checks["cross_tenant"],
         "rss_growth_mb": round(max(hrss, default=baseline) - baseline, 1),
         "emptied_contexts": checks["emptied_contexts"],
-        "normal_p99_ms": {k: round(v, 1) for k, v in p99.items()},
-        "normal_p50_ms": {
-            n: round(percentile([ms for _, ms in t.normal], 50), 1)
-            for n, t in (("clean", ct), ("hostile", ht))
-        },  # fmt: skip
-        "normal_requests": {"clean": len(ct.normal), "hostile": len(ht.normal)},
+        "normal_ms": normal,
+        "normal_requests": {n: len(t.normal) for n, t in phases.items()},
         "normal_outcomes": dict(Counter(o for t in (ct, ht) for o, _ in t.normal)),
-        "rss_mb": {
-            "after_clean": round(baseline, 1),
-            "peak_hostile": round(max(hrss, default=0), 1),
-        },  # fmt: skip
+        "healthz_ms": {n: _latency(t.healthz_ms) for n, t in phases.items()},
+        "rss_mb": {"after_clean": round(baseline, 1), "peak_hostile": round(max(hrss,
+                   default=0), 1)},  # fmt: skip
         "hostile_outcomes": dict(sorted(ht.hostile.items())),
         "hostile_slowest_ms": dict(sorted(ht.slowest_hostile_ms.items())),
-        "backend": checks,
-        "targets": TARGETS,
-        "config": {
-            "seconds_per_phase": args.seconds,
-            "rate": args.rate,
-            "replicas": 2,
-            "max_in_flight": 16,
-            "hostile_model": HOSTILE_MODEL,
-        },  # fmt: skip
-    }
+        "backend": checks, "targets": TARGETS,
+        "config": {"seconds_per_phase": args.seconds, "rate": args.rate, "replicas": 2,
+                   "max_in_flight": 16, "hostile_model": HOSTILE_MODEL},  # fmt: skip
+    }  # fmt: skip
     out["met"] = {k: out[k] <= v for k, v in TARGETS.items()}
     return out
 
@@ -202,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     write_result("abuse", out)
     print(f"abuse: {sum(out['normal_requests'].values())} normal requests, lost {out['lost']}, "
           f"cross-tenant {out['cross_tenant']}, emptied contexts {out['emptied_contexts']}, "
-          f"RSS growth {out['rss_growth_mb']:.0f} MB, p99 {out['normal_p99_ms']['clean']:.0f} "
-          f"-> {out['normal_p99_ms']['hostile']:.0f} ms, "
+          f"RSS growth {out['rss_growth_mb']:.0f} MB, p99 {out['normal_ms']['clean']['p99']:.0f} "
+          f"-> {out['normal_ms']['hostile']['p99']:.0f} ms, "
           f"normal_p99_ratio={out['normal_p99_ratio']:.2f}")  # fmt: skip
     return 0 if all(out["met"].values()) else 1
 

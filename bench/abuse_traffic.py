@@ -39,6 +39,7 @@ class Tally:
     hostile: Counter = field(default_factory=Counter)  # "shape:result" -> n
     sent_context: dict[str, int] = field(default_factory=dict)  # tag -> context chars
     slowest_hostile_ms: dict[str, float] = field(default_factory=dict)
+    healthz_ms: list[float] = field(default_factory=list)  # the event loop's responsiveness
 
     def hostile_done(self, shape: str, result: str, started: float) -> None:
         self.hostile[f"{shape}:{result}"] += 1
@@ -97,6 +98,16 @@ async def normal_traffic(session, base: str, rate: float, seconds: float, phase:
         i += 1
         await asyncio.sleep(max(0.0, t0 + i / rate - time.perf_counter()))
     await asyncio.gather(*tasks)
+
+
+async def probe_healthz(session, base: str, stop: asyncio.Event, tally: Tally) -> None:
+    """GET /healthz every 0.1 s: a stalled event loop shows here first."""
+    while not stop.is_set():
+        start = time.perf_counter()
+        async with session.get(f"{base}/healthz") as resp:
+            await resp.read()
+        tally.healthz_ms.append((time.perf_counter() - start) * 1000)
+        await asyncio.sleep(0.1)
 
 
 def envelope_or_stream_error(status: int, raw: bytes) -> str:

@@ -45,3 +45,19 @@ def test_raw_requests_keep_dot_segments_as_sent():
     raw = _request("/v1/x/../chat/completions", {"a": 1}, "alpha")
     assert raw.startswith(b"POST /v1/x/../chat/completions HTTP/1.1\r\n")
     assert b"authorization: Bearer key-alpha-" in raw and raw.endswith(b'{"a":1}')
+
+
+def test_the_summary_judges_each_target_from_both_phases():
+    from argparse import Namespace
+
+    from bench.abuse_traffic import Tally
+
+    clean, hostile = Tally(normal=[("ok", 10.0)] * 99 + [("ok", 20.0)]), Tally()
+    hostile.normal = [("ok", 10.0)] * 98 + [("ok", 50.0), ("lost", 60.0)]
+    checks = {"cross_tenant": 0, "emptied_contexts": 0}
+    out = abuse.summarise((clean, [300.0, 310.0]), (hostile, [320.0, 600.0]), checks,
+                          Namespace(seconds=1, rate=1))  # fmt: skip
+    assert out["normal_p99_ratio"] == 5.0 and out["lost"] == 1  # p99: the 99th of 100
+    assert out["rss_growth_mb"] == 290.0
+    assert out["met"] == {"normal_p99_ratio": False, "lost": False, "cross_tenant": True,
+                          "rss_growth_mb": False, "emptied_contexts": True}  # fmt: skip
