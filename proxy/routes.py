@@ -32,13 +32,7 @@ def build_routes(parts: Components) -> list[BaseRoute]:
         return JSONResponse({"status": "alive"})
 
     async def readyz(request: Request) -> JSONResponse:
-        """A bare {"ready": …} for probes; the backend URLs only to a valid key when
-        tenancy is on (they tell a tenant where the fleet is)."""
-        healthy = [ep.url for ep in pool.healthy()]
-        body: dict = {"ready": bool(healthy)}
-        if _may_see_details(parts, dict(request.headers)):
-            body |= {"healthy": healthy, "compressor": parts.engine.state}
-        return JSONResponse(body, 200 if healthy else 503)
+        return _readiness(parts, dict(request.headers))
 
     async def usage(request: Request) -> JSONResponse:
         """Per-tenant totals (issue 22): a tenant its own, the admin key all."""
@@ -57,6 +51,16 @@ def build_routes(parts: Components) -> list[BaseRoute]:
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/v1/ragtrim/usage", usage, methods=["GET"]),
     ]
+
+
+def _readiness(parts: Components, headers: dict[str, str]) -> JSONResponse:
+    """A bare {"ready": …} for probes; the backend URLs only to a valid key when
+    tenancy is on (they tell a tenant where the fleet is)."""
+    healthy = [ep.url for ep in parts.pool.healthy()]
+    body: dict = {"ready": bool(healthy)}
+    if _may_see_details(parts, headers):
+        body |= {"healthy": healthy, "compressor": parts.engine.state}
+    return JSONResponse(body, 200 if healthy else 503)
 
 
 def _may_see_details(parts: Components, headers: dict[str, str]) -> bool:
