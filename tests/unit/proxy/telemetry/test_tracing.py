@@ -31,7 +31,7 @@ class Recording:
         await self.stub(scope, receive, send)
 
 
-def one_request(upstream_url: str, **settings) -> httpx.Response:
+def one_request(upstream_url: str, body: dict | None = None, **settings) -> httpx.Response:
     app = create_app(Settings(backends=[upstream_url], compression=ALWAYS, **settings),
                      compressor=HalfWords())  # fmt: skip
     with serving(app) as proxy:  # leaving it shuts the app down: the spans are flushed
@@ -40,7 +40,8 @@ def one_request(upstream_url: str, **settings) -> httpx.Response:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         headers = {"traceparent": TRACEPARENT, "tracestate": "vendor=1"}
-        return httpx.post(f"{proxy.url}/v1/chat/completions", json=rag_body(), headers=headers)
+        body = body or rag_body()
+        return httpx.post(f"{proxy.url}/v1/chat/completions", json=body, headers=headers)
 
 
 def test_one_trace_server_stage_route_and_upstream_spans_and_the_propagated_header():
@@ -93,3 +94,15 @@ def test_otel_environment_turns_it_on(monkeypatch):
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert not Settings().tracing.on
     assert Settings(tracing={"enabled": "on"}).tracing.on
+
+
+def test_stages_that_did_nothing_leave_no_span():
+    """No documents: segment and compress set nothing, and leave no span (each costs
+    CPU to make and export); the route and upstream spans stay."""
+    upstream = Recording()
+    plain = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]}
+    with OtlpReceiver() as receiver, serving(upstream) as backend:
+        resp = one_request(backend.url, plain, tracing={"enabled": "on", "endpoint": receiver.url})
+    assert resp.status_code == 200
+    names = sorted(s["name"] for s in receiver.spans if s["trace_id"] == TRACE_ID)
+    assert names == ["POST /v1/chat/completions", "ragtrim.route", "upstream POST"]
