@@ -7,7 +7,10 @@ memo, so that at request time compression costs a cache lookup.
 
 For question-agnostic compressors (llmlingua2) the warmed entries serve every later
 question; question-aware ones (extractive) key on the question given here, and warm
-their per-sentence embedding cache either way.
+their per-sentence embedding cache either way. For a compressor split in a document
+and a request part (fast_extractive, issue 18) the documents' question-independent
+features are stored too (proxy/feature_path.py), with or without a question: every
+later request with any question finds these documents seen (the ingest hook).
 
 Bounded (issue 23: three 5 MB bodies each got 429, then kept the process busy for
 ~4 minutes and grew it by 1.7 GB): `Ingest.slot` admits at most
