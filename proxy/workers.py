@@ -59,7 +59,7 @@ def uvicorn_options(settings: Settings, app: Any = None) -> dict[str, Any]:
     return {
         "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
         "server_header": False, "date_header": True, "loop": "uvloop",
-        "http": edge_protocol(settings.http, refused),
+        "http": edge_protocol(settings.http, refused), "ws": "none",  # no WebSocket routes
         "timeout_keep_alive": settings.http.keep_alive_timeout,
         "timeout_graceful_shutdown": settings.timeouts.drain,
     }  # fmt: skip

@@ -255,3 +255,11 @@ def test_a_pipelined_request_gets_its_clocks_after_the_one_before(edge):
     assert rest.count(b"HTTP/1.1 408") == 1 and rest.rindex(b"HTTP/1.1 408") > rest.index(
         b"[DONE]")  # fmt: skip
     assert elapsed > 1.5 + HEAD_S - 0.2  # the second head's clock began after the stream
+
+
+def test_an_upgrade_request_is_plain_http(edge):
+    _, port = edge  # no WebSocket protocol at all: nothing outlives the edge's clocks
+    upgrade = {"connection": "upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+               "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ=="}  # fmt: skip
+    resp = rawhttp.exchange(port, rawhttp.get("/healthz", upgrade))
+    assert resp.status == 200 and json.loads(resp.body) == {"status": "alive"}
