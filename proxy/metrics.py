@@ -95,18 +95,6 @@ class Metrics:
         self.memo_lookups = Counter(
             "ragtrim_memo_lookups", "Chunk memo lookups by result", ["result"], registry=r
         )
-        self.store_errors = Counter(
-            "ragtrim_store_errors", "Shared store failures (read as misses)", ["op"], registry=r
-        )
-
-        self.canonical_rewrites = Counter(
-            "ragtrim_canonical_rewrites", "Requests whose static prefix was rewritten",
-            registry=r,
-        )  # fmt: skip
-        self.prompt_tokens = Counter(
-            "ragtrim_prompt_tokens", "Prompt tokens vLLM reported", ["backend"], registry=r
-        )
-        self.cached_tokens = Counter(
         self.feature_lookups = Counter(
             "ragtrim_feature_lookups", "Per-chunk feature cache lookups (local: in-process, "
             "shared: the store, miss: computed)", ["result"], registry=r,
@@ -119,6 +107,18 @@ class Metrics:
             "ragtrim_feature_cache_bytes", "Bytes held by the in-process feature cache",
             registry=r,
         )  # fmt: skip
+        self.store_errors = Counter(
+            "ragtrim_store_errors", "Shared store failures (read as misses)", ["op"], registry=r
+        )
+
+        self.canonical_rewrites = Counter(
+            "ragtrim_canonical_rewrites", "Requests whose static prefix was rewritten",
+            registry=r,
+        )  # fmt: skip
+        self.prompt_tokens = Counter(
+            "ragtrim_prompt_tokens", "Prompt tokens vLLM reported", ["backend"], registry=r
+        )
+        self.cached_tokens = Counter(
             "ragtrim_cached_tokens", "Prompt tokens vLLM served from its prefix cache",
             ["backend"], registry=r,
         )  # fmt: skip
