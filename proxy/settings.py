@@ -164,6 +164,12 @@ class CompressionSettings(BaseModel):
         description="Regexes with a named group `context` (and optional `question`).",
     )
     memo_ttl: float = Field(7 * 24 * 3600, gt=0, description="Seconds a compressed chunk is kept.")
+    feature_cache_bytes: int = Field(
+        256 << 20,
+        ge=0,
+        description="In-process byte cap of the per-chunk feature cache (question-independent "
+        "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
+    )
     prefill_metrics: bool = Field(
         True,
         description="Learn each backend's prefill cost from its vLLM /metrics after responses "
@@ -242,12 +248,6 @@ class RoutingSettings(BaseModel):
     filters: list[str] = Field(
         default_factory=lambda: ["healthy", "serves_model"],
         description="Filters of the candidates, in order (comma-separated).",
-    )
-    feature_cache_bytes: int = Field(
-        256 << 20,
-        ge=0,
-        description="In-process byte cap of the per-chunk feature cache (question-independent "
-        "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
     )
     scorers: list[WeightedScorer] = Field(
         default_factory=list,
