@@ -111,8 +111,8 @@ def wait_compressor_ready(url: str, key: str, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
-def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tenants):
-    key_a, key_b, _, _ = tenants
+def rag_body() -> dict:
+    """LangChain's stuff prompt with two fresh documents (a fresh memo: compressed here)."""
     tag = uuid.uuid4().hex[:8]
     system = ("Use the following pieces of context to answer the user's question. \n"
               "If you don't know the answer, just say that you don't know, don't try to make "
@@ -121,9 +121,14 @@ def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tena
             "eight lanes of traffic. Tourists walk across it every day. The toll was removed.",
             f"Note {tag}. The harbour hosts ferries to the northern beaches. Ferries run every "
             "half hour. The opera house stands nearby. Many visitors arrive by train."]  # fmt: skip
-    body = {"model": "stub-model", "messages": [
+    return {"model": "stub-model", "messages": [
         {"role": "system", "content": system + "\n\n".join(docs)},
         {"role": "user", "content": "When was the bridge opened?"}]}  # fmt: skip
+
+
+def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tenants):
+    key_a, key_b, _, _ = tenants
+    body = rag_body()
     settings = {"redis_url": REDIS, "tenancy": {"api_keys": tenants, "salt_secret": "s" * 20},
                 "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5},
                 "accounting": {"price_per_1k_prompt_tokens": 0.5}}  # fmt: skip
