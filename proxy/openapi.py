@@ -32,8 +32,14 @@ ERROR = {
 OPTIONS = {
     "type": "object",
     "description": "ragtrim's own options; removed before the request reaches vLLM.",
+    "additionalProperties": False,  # an unknown key is a 400 (proxy/options.py)
     "properties": {
-        "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "rate": {
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                {"const": "auto", "description": "adaptive budget (compressors/adaptive.py)"},
+            ]
+        },
         "compress": {"type": "boolean"},
         "documents": {"type": "array", "items": {"type": "string"}},
         "question": {"type": "string"},
