@@ -182,7 +182,8 @@ class Metrics:
         )
         self.kv_fallbacks = Counter(
             "ragtrim_kv_fallbacks", "kv_cache scores that fell back to rendezvous affinity "
-            "(stale: a backend's events not in sync; no_tokens: no token ids)", ["reason"],
+            "(stale: a backend's events not in sync; no_tokens: no token ids; cold: held nowhere)",
+            ["reason"],
             registry=r,
         )  # fmt: skip
         self.kv_tokenize_cost = Histogram(

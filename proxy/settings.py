@@ -234,6 +234,11 @@ class KvEventsSettings(BaseModel):
     )
 
 
+# With KV events a spill costs one miss, not a lost home: the index then knows where
+# the spilled blocks are (proxy/routing/kv/scorer.py), so the bound may bite early.
+KV_MIN_IN_FLIGHT = 2
+
+
 class RoutingSettings(BaseModel):
     """The router composed in configuration, as the Gateway API Inference Extension's
     endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
@@ -263,8 +268,9 @@ class RoutingSettings(BaseModel):
         0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
     )
     bounded_min_in_flight: int = Field(
-        8, ge=0, description="Bounded load: a replica with fewer in flight never spills."
-    )
+        8, ge=0, description="Bounded load: a replica with fewer in flight never spills "
+        "(2 by default with kv_events.enabled).",
+    )  # fmt: skip
     kv_events: KvEventsSettings = Field(default_factory=KvEventsSettings)
 
     @field_validator("filters", "scorers", mode="before")
@@ -289,6 +295,8 @@ class RoutingSettings(BaseModel):
                                                        ("load", self.load_weight)]  # fmt: skip
             self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
         self.picker = self.picker or ("highest" if rr else "bounded")
+        if self.kv_events.enabled and "bounded_min_in_flight" not in self.model_fields_set:
+            self.bounded_min_in_flight = KV_MIN_IN_FLIGHT
         return self
 
 

@@ -12,7 +12,14 @@ size is each backend's own, from its events.
 Ties (a new conversation that only shares the system prompt with everyone) would all
 go to the first URL; a small rendezvous term (TIE_WEIGHT, on the request's last full
 block) spreads them, so that equal scores still spread over replicas while any
-difference of one block in a request of up to 1/TIE_WEIGHT blocks wins.
+difference of one block in a request of up to 1/TIE_WEIGHT blocks wins. A request
+held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
+before the first one's events arrive) gets the rendezvous affinity scores instead
+(counted, reason "cold"), so copies of a new prefix land together as with affinity.
+With kv_events the bounded-load floor defaults to 2 (proxy/settings.py
+KV_MIN_IN_FLIGHT): a prefix held by one replica only (one application's system
+prompt) would otherwise draw every request there; spilled, its blocks are stored on
+the other replica too and the index sees them.
 
 Fallback, counted (ragtrim_kv_fallbacks_total{reason}): a backend whose events are not
 in sync (never subscribed, replay failed, disconnected; reason "stale") or a request
@@ -47,28 +54,39 @@ class KvCacheScorer:
         self.affinity = PrefixAffinity()
         self.on_fallback = on_fallback or (lambda reason: None)
 
-    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+    def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
+        """Leading-block share per in-sync endpoint (None: no token ids); the others
+        are left out."""
         ids = self.tokens.ids(ctx.route, ctx.body, ctx.model)
         if ids is None:
-            self.on_fallback("no_tokens")
-            return self.affinity.score(ctx, endpoints)
+            return None
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
         by_size: dict[int, list[int]] = {}
-        scores: dict[Endpoint, float] = {}
-        stale: list[Endpoint] = []
+        out: dict[Endpoint, tuple[float, list[int]]] = {}
         for ep in endpoints:
             state = self.index.backend(ep.url)
             if state is None or not state.synced:
-                stale.append(ep)
                 continue
             size = state.block_size or 16
             hashes = by_size.get(size)
             if hashes is None:
-                hashes = by_size[size] = chain(ids, size, extras)
-            share = state.leading(hashes) / len(hashes) if hashes else 0.0
-            tie = hrw_weight(str(hashes[-1] if hashes else block_hash(None, ids)), ep.url) / 2**64
-            scores[ep] = (1 - TIE_WEIGHT) * share + TIE_WEIGHT * tie
+                hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
+            out[ep] = (state.leading(hashes) / len(hashes), hashes)
+        return out
+
+    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+        shares = self.shares(ctx, endpoints)
+        if shares is None:
+            self.on_fallback("no_tokens")
+            return self.affinity.score(ctx, endpoints)
+        if shares and max(share for share, _ in shares.values()) == 0:
+            self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
+            return self.affinity.score(ctx, endpoints)
+        scores = {ep: (1 - TIE_WEIGHT) * share
+                  + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
+                  for ep, (share, hashes) in shares.items()}  # fmt: skip
+        stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:
                 self.on_fallback("stale")

@@ -56,9 +56,17 @@ def test_share_of_leading_blocks():
 def test_another_tenants_identical_prompt_scores_zero():
     index = index_with(A.url, 10, salt="tenant-a")
     scorer = KvCacheScorer(index, Ids(IDS))
-    assert scorer.score(ctx("tenant-a"), [A])[A] == pytest.approx(1.0, abs=TIE_WEIGHT)
-    assert scorer.score(ctx("tenant-b"), [A])[A] == pytest.approx(0.0, abs=TIE_WEIGHT)
-    assert scorer.score(ctx(), [A])[A] == pytest.approx(0.0, abs=TIE_WEIGHT)
+    assert scorer.shares(ctx("tenant-a"), [A])[A][0] == 1.0
+    assert scorer.shares(ctx("tenant-b"), [A])[A][0] == 0.0
+    assert scorer.shares(ctx(), [A])[A][0] == 0.0
+
+
+def test_a_prefix_held_nowhere_gets_rendezvous_affinity():
+    index = index_with(A.url, 10, salt="tenant-a")
+    index.reset(B.url).synced = True
+    seen: list[str] = []
+    scores = KvCacheScorer(index, Ids(IDS), seen.append).score(ctx("tenant-b"), [A, B])
+    assert scores == PrefixAffinity().score(ctx("tenant-b"), [A, B]) and seen == ["cold"]
 
 
 def test_stale_backend_falls_back_to_affinity_and_counts():
@@ -77,14 +85,16 @@ def test_no_token_ids_falls_back():
 
 
 def test_ties_spread_over_backends():
+    """Every replica holds the shared first block (a system prompt): equal shares."""
     urls = [Endpoint(f"http://r{i}:8000") for i in range(4)]
     index = KvIndex()
     for ep in urls:
         index.reset(ep.url).synced = True
+        index.apply(ep.url, [BlockStored(["s"], None, [7] * 4, 4, "GPU")])
     firsts = set()
     for n in range(40):
-        ids = [n] * 8
-        scores = KvCacheScorer(index, Ids(ids)).score(ctx(), urls)
+        scores = KvCacheScorer(index, Ids([7] * 4 + [n] * 4)).score(ctx(), urls)
+        assert all(v == pytest.approx(0.5, abs=TIE_WEIGHT) for v in scores.values())
         firsts.add(max(urls, key=lambda ep: scores[ep]).url)
     assert len(firsts) == 4
 
@@ -92,6 +102,9 @@ def test_ties_spread_over_backends():
 def test_registry_default_is_kv_cache_with_events_on():
     on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
     assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
+    assert on.bounded_min_in_flight == 2 and RoutingSettings().bounded_min_in_flight == 8
+    kept = RoutingSettings(kv_events=KvEventsSettings(enabled=True), bounded_min_in_flight=8)
+    assert kept.bounded_min_in_flight == 8  # set explicitly: kept
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
     metrics = Metrics()
     kv = build_kv(on.kv_events, EndpointPool(), metrics)
