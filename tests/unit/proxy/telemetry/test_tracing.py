@@ -2,6 +2,7 @@
 real OTLP/HTTP receiver: one trace continuing the client's, the server span, the stage
 spans, the route and upstream spans; the upstream sees this trace's traceparent."""
 
+import sys
 import time
 
 import httpx
@@ -9,6 +10,7 @@ from stub_vllm import StubVllm
 
 from proxy.app import create_app
 from proxy.settings import Settings
+from proxy.telemetry.tracing import build_tracing
 from tests.support.servers import serving
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.telemetry.otlp_receiver import OtlpReceiver
@@ -106,3 +108,9 @@ def test_stages_that_did_nothing_leave_no_span():
     assert resp.status_code == 200
     names = sorted(s["name"] for s in receiver.spans if s["trace_id"] == TRACE_ID)
     assert names == ["POST /v1/chat/completions", "ragtrim.route", "upstream POST"]
+
+
+def test_without_the_otel_extra_tracing_stays_off(monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # import fails
+    assert build_tracing(Settings(tracing={"enabled": "on"}).tracing) is None
+    assert "ragtrim[otel]" in caplog.text
