@@ -23,6 +23,7 @@ scorer cannot judge are returned verbatim (compressors/verbatim.py).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -98,7 +99,8 @@ def _parse(raw: bytes) -> CompressRequest:
 async def compress_documents(
     engine: CompressionEngine, req: CompressRequest, rate: float, tenant: str = ""
 ) -> dict:
-    chosen = partition(req.documents)  # the others are kept verbatim, never compressed
+    # the others are kept verbatim, never compressed (~20 ms per MB: off the loop)
+    chosen = await asyncio.to_thread(partition, req.documents)
     docs = [req.documents[i] for i in chosen]
     try:
         outcome = await engine.compress(docs, req.question, rate, tenant) if docs else None

@@ -99,7 +99,12 @@ class CompressionLimitSettings(BaseModel):
     many, 413 too long); a context found by a recogniser beyond them is forwarded
     uncompressed (`x-ragtrim-decision: skip:limits`)."""
 
-    max_documents: int = Field(256, ge=1, description="Most context documents per request.")
+    max_documents: int = Field(
+        1024,
+        ge=1,
+        description="Most context documents per request (a template's context counts one per "
+        "blank-line-separated piece).",
+    )
     max_document_chars: int = Field(
         262_144, ge=1, description="Most characters in one context document."
     )

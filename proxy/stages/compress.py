@@ -18,6 +18,7 @@ discarded (`failed-open:emptied`, counted): the original goes upstream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from compressors.adaptive import AUTO, AdaptiveBudget
@@ -74,7 +75,7 @@ class CompressStage:
     async def _shrink(self, ctx, texts: list[str], question: str, rate: float) -> list[str]:
         """The new document texts: compressed, or `texts` where compressing must not."""
         fits = within_limits(texts, self.limits)
-        chosen = partition(texts) if fits else []
+        chosen = await self._judgeable(texts) if fits else []
         if not chosen:
             ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
             self.metrics.compress_decisions.labels("skip").inc()
@@ -88,6 +89,12 @@ class CompressStage:
             ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
             return texts
         return new
+
+    async def _judgeable(self, texts: list[str]) -> list[int]:
+        """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop."""
+        if sum(map(len, texts)) > self.limits.offload_bytes:
+            return await asyncio.to_thread(partition, texts)
+        return partition(texts)
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         self._learn_calibration()

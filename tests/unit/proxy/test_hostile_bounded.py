@@ -127,7 +127,7 @@ def _shapes() -> dict:
     big = "x" * 2_000_000
     return {
         "absent_20k_documents": (chat("q", big, documents=[f"d{i}!" for i in range(20_000)]), 400),
-        "absent_256_documents": (chat("q", big, documents=[f"d{i}!" for i in range(256)]), 200),
+        "absent_1024_documents": (chat("q", big, documents=[f"d{i}!" for i in range(1024)]), 200),
         "backtracking_pattern": ({"model": "stub-model", "prompt": "a" * 200_000 + "b"}, 200),
         "json_braces": (chat("What is the answer?", braces, documents=[braces]), 200),
         "long_compression": (chat("q", "", documents=[]) | _long_context(), 200),
