@@ -26,6 +26,7 @@ from proxy.telemetry.record import CURRENT, RequestRecord
 from proxy.telemetry.tracing import Tracing
 
 log = logging.getLogger("ragtrim.telemetry")
+UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})  # probes and scrapes: no trace
 
 
 class TelemetryMiddleware:
@@ -64,7 +65,8 @@ class TelemetryMiddleware:
 
     async def _traced(self, scope: Scope, receive: Receive, send: Send,
                       record: RequestRecord) -> None:  # fmt: skip
-        manager = self.tracing.server_span(scope) if self.tracing else nullcontext()
+        traced = self.tracing is not None and scope["path"] not in UNTRACED
+        manager = self.tracing.server_span(scope) if traced else nullcontext()
         with manager as span:
             try:
                 await self.app(scope, receive, send)
