@@ -148,6 +148,7 @@ class Metrics:
             "ragtrim_discovery_endpoints", "Replicas a discovered backend resolves to",
             ["target"], registry=r,
         )  # fmt: skip
+
         self._tenant_instruments(r)
         self._kv_instruments(r)
 
