@@ -143,6 +143,8 @@ def openapi_document(version: str = "0") -> dict[str, Any]:
         "/readyz": {"get": {"summary": "Readiness: a healthy backend", "responses": {
             "200": _json("ready"), "503": _json("not ready (no healthy backend)")}}},
         "/metrics": _get("Prometheus metrics", text),
+        "/v1/ragtrim/usage": _get("A tenant's totals for today and this month (an admin key: all)",
+                                  _json("usage totals and costs"), 401, 404),
     }  # fmt: skip
     return {
         "openapi": "3.1.0",

@@ -8,7 +8,7 @@ from proxy.metrics import Metrics
 
 KNOWN_ROUTES = frozenset(
     {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/compress", "/tokenize",
-     "/detokenize", "/healthz", "/readyz", "/metrics"}
+     "/detokenize", "/healthz", "/readyz", "/metrics", "/v1/ragtrim/usage"}
 )  # fmt: skip
 
 
