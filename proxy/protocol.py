@@ -14,14 +14,20 @@ are exact; proxy/prompt.py writes them back exactly.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 
 from proxy.errors import InvalidRequest
 
-_LONG_DIGITS = re.compile(rb"\d{19}")
+# Every digit to "0", then one substring search: same meaning as re.search(rb"\d{19}"), but
+# ~2 ms on a 2 MB body where the regex took 60-100 ms on the event loop (issue 23).
+_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * 19
+
+
+def _has_long_digit_run(raw: bytes) -> bool:
+    return _LONG_RUN in raw.translate(_DIGITS_TO_ZERO)
 
 
 def parse_json(raw: bytes) -> dict[str, Any]:
@@ -29,7 +35,7 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
-    if _LONG_DIGITS.search(raw):  # maybe an integer orjson made a float: exact ints
+    if _has_long_digit_run(raw):  # maybe an integer orjson made a float: exact ints
         try:
             data = json.loads(raw)
         except RecursionError as exc:  # valid JSON that orjson's depth limit let through
