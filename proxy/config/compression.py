@@ -1,0 +1,119 @@
+"""Compression: the compressor, its budget and cost gate, the input caps, and the
+canonicalisation of the static prefix."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class CompressionLimitSettings(BaseModel):
+    """Bounds on the work one request's context can cause (issue 23): every step that
+    grows with the context (locating documents, segmentation, patterns, protected spans,
+    the compressor) is linear, and these caps bound its size. Documents named in the
+    request's `ragtrim` field or sent to /v1/compress beyond them are refused (400 too
+    many, 413 too long); a context found by a recogniser beyond them is forwarded
+    uncompressed (`x-ragtrim-decision: skip:limits`)."""
+
+    max_documents: int = Field(
+        1024,
+        ge=1,
+        description="Most context documents per request (a template's context counts one per "
+        "blank-line-separated piece).",
+    )
+    max_document_chars: int = Field(
+        262_144, ge=1, description="Most characters in one context document."
+    )
+    max_request_chars: int = Field(
+        1_048_576, ge=1, description="Most characters of context documents per request, in all."
+    )
+    pattern_timeout_ms: float = Field(
+        50.0, gt=0, description="Time limit of the operator `patterns` on one request."
+    )
+    offload_bytes: int = Field(
+        65_536,
+        ge=0,
+        description="Request bodies larger than this (bytes) are segmented in a worker thread "
+        "(smaller ones on the event loop, where a thread hop would cost more than the work).",
+    )
+    ingest_concurrency: int = Field(
+        2, ge=1, description="/v1/compress requests in flight per tenant (429 beyond)."
+    )
+
+
+class CompressionSettings(BaseModel):
+    enabled: bool = Field(True, description="Find and compress retrieved context.")
+    compressor: str = Field(
+        "fast_extractive",
+        description="fast_extractive | extractive | llmlingua2 | longllmlingua | identity "
+        "(fast_extractive: BM25 + static MiniLM embeddings, no model forward, ~10 ms per 1k "
+        "tokens cold on one CPU thread; extractive runs all-MiniLM-L6-v2).",
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Where the torch compressors (extractive, llmlingua2, longllmlingua) run; "
+        "auto = cuda when torch sees a GPU. Passed to the compressor with its options.",
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Constructor options of the compressor (JSON/YAML)."
+    )
+    rate: float = Field(0.5, gt=0, le=1, description="Share of context tokens kept by default.")
+    policy: Literal["auto", "always", "never"] = Field(
+        "auto", description="auto: compress only when predicted to lower TTFT."
+    )
+    min_context_tokens: int = Field(
+        200, ge=0, description="Contexts shorter than this are never compressed."
+    )
+    max_added_ms: float = Field(
+        2500.0, ge=0, description="Most compression time the cost gate may add to a request."
+    )
+    timeout: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
+    workers: int = Field(1, ge=1, description="Compression worker threads.")
+    torch_threads: int = Field(
+        1,
+        ge=0,
+        description="torch intra-op threads for compression (0 = torch's default); "
+        "1 leaves the other cores to the request path and a co-located vLLM.",
+    )
+    tokenizer: str = Field(
+        "",
+        description="Tokenizer dir of the target model for token counts; empty = the "
+        "backend model's own dir when local, else an approximation.",
+    )
+    patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes with a named group `context` (and optional `question`).",
+    )
+    memo_ttl: float = Field(7 * 24 * 3600, gt=0, description="Seconds a compressed chunk is kept.")
+    feature_cache_bytes: int = Field(
+        256 << 20,
+        ge=0,
+        description="In-process byte cap of the per-chunk feature cache (question-independent "
+        "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
+    )
+    prefill_metrics: bool = Field(
+        True,
+        description="Learn each backend's prefill cost from its vLLM /metrics after responses "
+        "(non-streamed traffic gives no TTFT).",
+    )
+    prefill_scrape_interval: float = Field(
+        0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
+    )
+    limits: CompressionLimitSettings = Field(default_factory=CompressionLimitSettings)
+
+
+class CanonicalSettings(BaseModel):
+    normalize_newlines: bool = Field(
+        False, description="CRLF/CR to LF in the static prefix (opt-in: changes client bytes)."
+    )
+    strip_trailing_whitespace: bool = Field(
+        False, description="Strip trailing spaces per line in the static prefix (opt-in)."
+    )
+    sort_tools: bool = Field(True, description="Serialise tool definitions deterministically.")
+    move_volatile: bool = Field(
+        False, description="Move dates, times and UUIDs out of the static prefix (opt-in)."
+    )
+    extra_volatile: list[str] = Field(
+        default_factory=list, description="More regexes of volatile text to move."
+    )

@@ -1,0 +1,101 @@
+"""The HTTP edge and the backends: timeouts, health, upstream caps, in-flight limits,
+discovery, the HTTP server's limits."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class TimeoutSettings(BaseModel):
+    connect: float = Field(2.0, gt=0, description="Seconds to open a connection to a backend.")
+    first_byte: float = Field(
+        120.0, gt=0, description="Seconds until the backend's response headers arrive."
+    )
+    idle: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
+    total: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")
+    drain: float = Field(
+        30.0, ge=0, description="Seconds open requests may take to finish on shutdown (SIGTERM)."
+    )
+
+
+class HealthSettings(BaseModel):
+    interval: float = Field(5.0, gt=0, description="Seconds between backend health checks.")
+    timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
+    unhealthy_after: int = Field(
+        3,
+        ge=1,
+        description="Consecutive failed checks or timeouts before a backend is ejected "
+        "(a refused connection ejects at once).",
+    )
+    panic: bool = Field(
+        True, description="With no healthy backend, route to every known one rather than refuse."
+    )
+
+
+class UpstreamSettings(BaseModel):
+    """Limits on what a backend may send back (proxy/upstream/answer.py, proxy/sse.py)."""
+
+    max_response_bytes: int = Field(
+        64 << 20,
+        ge=1024,
+        description="Largest non-streamed backend body relayed (bytes); above it: 502.",
+    )
+    max_sse_event_bytes: int = Field(
+        4 << 20,
+        ge=1024,
+        description="Largest SSE event held while looking for its end (bytes); above it the "
+        "stream ends with an error event.",
+    )
+
+
+class LimitSettings(BaseModel):
+    max_in_flight: int = Field(
+        0, ge=0, description="Requests in flight per worker before new ones get 429 (0 = no limit)."
+    )
+    max_in_flight_per_backend: int = Field(
+        0,
+        ge=0,
+        description="Requests in flight per backend before it takes no more (0 = no limit).",
+    )
+    retry_after_s: int = Field(1, ge=0, description="Retry-After sent with an overload 429.")
+
+
+class DiscoverySettings(BaseModel):
+    interval: float = Field(
+        5.0, gt=0, description="Seconds between DNS look-ups of dns+http:// backends."
+    )
+    timeout: float = Field(2.0, gt=0, description="Seconds a DNS look-up may take.")
+    nameserver: str = Field(
+        "",
+        description="DNS server (host or host:port) for dns+http:// backends; empty = the "
+        "system resolver (getaddrinfo).",
+    )
+
+
+class HttpSettings(BaseModel):
+    """Limits on the client side of the HTTP edge (proxy/http/protocol.py)."""
+
+    max_headers: int = Field(
+        100, ge=1, description="Most header fields in a request head (431 above)."
+    )
+    max_head_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        description="Most bytes in a request head, request line and headers (431 above).",
+    )
+    head_timeout: float = Field(
+        10.0, gt=0, description="Seconds a client may take to send a whole request head (408)."
+    )
+    body_timeout: float = Field(
+        30.0, gt=0, description="Seconds a client may take to send a whole request body (408)."
+    )
+    keep_alive_timeout: float = Field(
+        5.0, gt=0, description="Seconds an idle keep-alive connection stays open."
+    )
+    max_connections: int = Field(
+        0,
+        ge=0,
+        description="Open client connections per worker; more are answered 503 and closed "
+        "(0 = half the open-file limit, RLIMIT_NOFILE, leaving the rest to backend "
+        "connections).",
+    )

@@ -1,0 +1,81 @@
+"""What operators run a fleet with: the access log, per-tenant accounting and quotas."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class AccessLogSettings(BaseModel):
+    enabled: bool = Field(
+        False, description="One JSON line per request on stderr (logger ragtrim.access)."
+    )
+
+
+class AccountingSettings(BaseModel):
+    """Per-tenant usage counters in the shared store (proxy/accounting.py)."""
+
+    enabled: bool = Field(
+        True, description="Count requests and tokens per tenant, per day and month."
+    )
+    price_per_1k_prompt_tokens: float = Field(
+        0.0, ge=0, description="Price of 1k prompt tokens, for the costs /v1/ragtrim/usage shows."
+    )
+    currency: str = Field("USD", description="Currency of the price (shown as is).")
+    admin_key: str = Field(
+        "", description="Bearer key that sees every tenant's usage; empty = none does."
+    )
+
+
+class TenantQuota(BaseModel):
+    requests_per_minute: int | None = Field(None, ge=0, description="Requests per window.")
+    tokens_per_minute: int | None = Field(None, ge=0, description="Prompt tokens per window.")
+
+
+class QuotaSettings(BaseModel):
+    """Per-tenant limits shared by every replica (proxy/ratelimit.py): a fixed window
+    aligned to the Redis server's clock, one atomic Lua script per request."""
+
+    requests_per_minute: int = Field(
+        0, ge=0, description="Requests per tenant per window (0 = no limit)."
+    )
+    tokens_per_minute: int = Field(
+        0,
+        ge=0,
+        description="Prompt tokens per tenant per window, counted after compression "
+        "(0 = no limit).",
+    )
+    tenants: dict[str, TenantQuota] = Field(
+        default_factory=dict,
+        description='Per-tenant overrides: {"acme": {"requests_per_minute": 600}} (JSON/YAML).',
+    )
+    window_s: float = Field(
+        60.0, gt=0, description="Window length in seconds (60: the limits are per minute)."
+    )
+    redis_timeout_s: float = Field(
+        0.25,
+        gt=0,
+        description="Seconds the limit script may take on Redis (its own connections, apart "
+        "from the cache's); slower counts as Redis down.",
+    )
+    redis_down: Literal["open", "local"] = Field(
+        "open",
+        description="Redis unreachable: open = admit (counted), local = each replica "
+        "enforces the limits alone.",
+    )
+
+    def limits_of(self, tenant: str) -> tuple[int, int]:
+        """(requests, tokens) per window for `tenant`; 0 = no limit."""
+        own = self.tenants.get(tenant) or TenantQuota()
+        rpm = (
+            self.requests_per_minute if own.requests_per_minute is None else own.requests_per_minute
+        )
+        tpm = self.tokens_per_minute if own.tokens_per_minute is None else own.tokens_per_minute
+        return rpm, tpm
+
+    @property
+    def active(self) -> bool:
+        tenants = self.tenants.values()
+        per_tenant = any(q.requests_per_minute or q.tokens_per_minute for q in tenants)
+        return bool(self.requests_per_minute or self.tokens_per_minute or per_tenant)

@@ -1,0 +1,111 @@
+"""Routing composed in configuration: filters, weighted scorers, a picker, and the
+vLLM KV-cache events the kv_cache scorer reads."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+
+
+class WeightedScorer(BaseModel):
+    name: str
+    weight: float = Field(1.0, ge=0)
+
+
+class KvEndpoint(BaseModel):
+    pub: str = Field(description="The backend's KV-event PUB endpoint, tcp://host:port.")
+    replay: str = Field("", description="Its replay ROUTER endpoint; empty = none.")
+
+
+class KvEventsSettings(BaseModel):
+    """vLLM's KV-cache events (issue 20): ragtrim subscribes to every backend and routes
+    by the blocks each one holds (the `kv_cache` scorer). vLLM publishes them with
+    `--kv-events-config '{"enable_kv_cache_events": true, "publisher": "zmq",
+    "endpoint": "tcp://*:5557", "replay_endpoint": "tcp://*:5558", "topic": ""}'`."""
+
+    enabled: bool = Field(
+        False, description="Subscribe to the backends' KV events; kv_cache becomes the default "
+        "scorer.",
+    )  # fmt: skip
+    port: int = Field(5557, gt=0, lt=65536, description="KV-event PUB port on each backend's host.")
+    replay_port: int = Field(
+        5558, ge=0, lt=65536, description="Replay ROUTER port on each backend's host; 0 = none."
+    )
+    topic: str = Field("", description="The topic vLLM publishes on (kv-events-config topic).")
+    endpoints: dict[str, KvEndpoint] = Field(
+        default_factory=dict, description="Backend URL -> its own {pub, replay} endpoints."
+    )
+    max_blocks_per_backend: int = Field(
+        262_144, gt=0, description="Index cap per backend (LRU beyond; ~400 bytes a block)."
+    )
+    replay_timeout: float = Field(2.0, gt=0, description="Seconds a replay answer may take.")
+    interval: float = Field(
+        1.0, gt=0, description="Seconds between reconciling subscribers with the backend pool."
+    )
+
+
+# With KV events a spill costs one miss, not a lost home: the index then knows where
+# the spilled blocks are (proxy/routing/kv/scorer.py), so the bound may bite early.
+KV_MIN_IN_FLIGHT = 2
+
+
+class RoutingSettings(BaseModel):
+    """The router composed in configuration, as the Gateway API Inference Extension's
+    endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
+    at start-up (proxy/routing/registry.py)."""
+
+    policy: Literal["affinity", "roundrobin"] = Field(
+        "affinity",
+        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight; "
+        "kv_cache instead when kv_events.enabled) + load (load_weight), bounded picker; "
+        "roundrobin = roundrobin, highest picker.",
+    )
+    filters: list[str] = Field(
+        default_factory=lambda: ["healthy", "serves_model"],
+        description="Filters of the candidates, in order (comma-separated).",
+    )
+    scorers: list[WeightedScorer] = Field(
+        default_factory=list,
+        description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
+        "empty = the policy's.",
+    )
+    picker: Literal["", "bounded", "highest"] = Field(
+        "", description="bounded (bounded load) | highest (best total); empty = the policy's."
+    )
+    affinity_weight: float = Field(1.0, ge=0, description="policy affinity: affinity's weight.")
+    load_weight: float = Field(0.3, ge=0, description="policy affinity: load's weight.")
+    epsilon: float = Field(
+        0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
+    )
+    bounded_min_in_flight: int = Field(
+        8, ge=0, description="Bounded load: a replica with fewer in flight never spills "
+        "(2 by default with kv_events.enabled).",
+    )  # fmt: skip
+    kv_events: KvEventsSettings = Field(default_factory=KvEventsSettings)
+
+    @field_validator("filters", "scorers", mode="before")
+    @classmethod
+    def _split(cls, value: Any, info: ValidationInfo) -> Any:
+        """Comma-separated (CLI, env); a scorer as `name:weight` (weight 1 when left out)."""
+        if not isinstance(value, str):
+            return value
+        parts = [part for part in value.replace(" ", ",").split(",") if part]
+        if info.field_name == "filters":
+            return parts
+        pairs = (part.partition(":") for part in parts)
+        return [{"name": name, "weight": weight or 1.0} for name, _, weight in pairs]
+
+    @model_validator(mode="after")
+    def _apply_policy(self) -> RoutingSettings:
+        """Resolve the shorthand once: `scorers` and `picker` are what the router uses."""
+        rr = self.policy == "roundrobin"
+        if not self.scorers:
+            first = "kv_cache" if self.kv_events.enabled else "affinity"
+            pairs = [("roundrobin", 1.0)] if rr else [(first, self.affinity_weight),
+                                                       ("load", self.load_weight)]  # fmt: skip
+            self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
+        self.picker = self.picker or ("highest" if rr else "bounded")
+        if self.kv_events.enabled and "bounded_min_in_flight" not in self.model_fields_set:
+            self.bounded_min_in_flight = KV_MIN_IN_FLIGHT
+        return self

@@ -1,0 +1,72 @@
+"""Tenancy (API keys, cache salts), the shared store's bounds and the warm-up."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+MIN_SALT_SECRET = 16
+
+
+class TenancySettings(BaseModel):
+    api_keys: dict[str, str] = Field(
+        default_factory=dict, description="API key → tenant. When set, other keys get 401."
+    )
+    default_tenant: str = Field(
+        "", description="Tenant of requests without tenancy; empty = cache_salt left as sent."
+    )
+    salt_secret: str = Field(
+        "",
+        description="Secret mixed into each tenant's cache_salt (makes salts unguessable); "
+        "required (16+ characters) when api_keys are set: ragtrim refuses to start without it.",
+    )
+    backend_header: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Send x-ragtrim-backend (the backend URL) on responses; auto = on "
+        "without api_keys, off with them (a tenant has no need to learn backend URLs).",
+    )
+
+    @model_validator(mode="after")
+    def _secret_with_keys(self) -> TenancySettings:
+        """Without a secret, anyone who knows a tenant's name can compute its salt
+        (issue 23): tenancy without one is a configuration error, not a default."""
+        if self.api_keys and len(self.salt_secret) < MIN_SALT_SECRET:
+            raise ValueError(
+                f"tenancy.api_keys is set but tenancy.salt_secret is "
+                f"{'empty' if not self.salt_secret else 'too short'}: set "
+                f"RAGTRIM_TENANCY__SALT_SECRET (or --tenancy-salt-secret) to a random string "
+                f"of {MIN_SALT_SECRET}+ characters, e.g. `openssl rand -hex 32`, and keep it "
+                "stable across restarts and replicas (it keys every tenant's cache_salt)"
+            )
+        return self
+
+    def shows_backend(self) -> bool:
+        return self.backend_header == "on" or (self.backend_header == "auto" and not self.api_keys)
+
+
+class StoreSettings(BaseModel):
+    """Bounded memory in the stores (issue 23: unique 1 MB system prompts grew RSS by
+    380 MB and kept it; the Redis prefix hashes and hot set never expired)."""
+
+    memory_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1024,
+        description="Bytes the in-process store may hold (keys, values, hashes, sorted sets; "
+        "least recently used go first). Also the Redis store's outage fallback.",
+    )
+    prefix_ttl: float = Field(
+        7 * 24 * 3600,
+        gt=0,
+        description="Seconds a prefix's statistics live after its last request.",
+    )
+    hot_prefixes: int = Field(
+        1024, ge=1, description="Prefixes the hot set keeps (warm-up reads its top N)."
+    )
+
+
+class WarmupSettings(BaseModel):
+    enabled: bool = Field(True, description="Replay hot prefixes to a replica turning healthy.")
+    top_n: int = Field(16, ge=0, description="How many hot prefixes to replay.")
+    concurrency: int = Field(2, ge=1, description="Replays in flight at once.")
+    budget_s: float = Field(60.0, gt=0, description="Seconds a warm-up may take in all.")
