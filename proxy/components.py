@@ -128,7 +128,10 @@ def make_store(settings: Settings, metrics: Metrics) -> KVStore:
 
 
 def make_engine(
-    c: CompressionSettings, store: KVStore, counter, compressor: Compressor | None = None,
+    c: CompressionSettings,
+    store: KVStore,
+    counter,
+    compressor: Compressor | None = None,
     metrics: Metrics | None = None,
 ) -> CompressionEngine:
     compressor = compressor or build_compressor(
@@ -228,6 +231,16 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Ope
     )  # fmt: skip
 
 
+def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
+                   pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
+                   tenant: TenantStage) -> Forwarder:  # fmt: skip
+    return Forwarder(pool, router, transport, settings.timeouts, pipeline, metrics, feedback,
+                     Admission(settings.limits, metrics), tenant.authenticate,
+                     settings.max_body_bytes, log_prompts=settings.log_prompts,
+                     upstream=settings.upstream,
+                     show_backend=settings.tenancy.shows_backend())  # fmt: skip
+
+
 def build(
     settings: Settings,
     *,
@@ -256,13 +269,8 @@ def build(
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, client)
-    forwarder = Forwarder(pool, router, ops.wrap_transport(transport), settings.timeouts,
-                          pipeline, metrics, ops.wrap_feedback(feedback),
-                          Admission(settings.limits, metrics),
-                          tenant.authenticate, settings.max_body_bytes,
-                          log_prompts=settings.log_prompts,
-                          upstream=settings.upstream,
-                          show_backend=settings.tenancy.shows_backend())  # fmt: skip
+    forwarder = make_forwarder(settings, pool, router, ops.wrap_transport(transport), pipeline,
+                               metrics, ops.wrap_feedback(feedback), tenant)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)

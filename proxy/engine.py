@@ -27,7 +27,6 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from cache.features import FeatureCache
 from cache.keys import content_key
@@ -39,34 +38,9 @@ from compressors.features import FeatureCompressor
 from proxy.calibrate import QUESTION as CALIBRATION_QUESTION
 from proxy.calibrate import calibration_documents
 from proxy.feature_path import FeaturePath
+from proxy.outcome import CompressionBusy, Outcome, WorkerCrashed
 
-
-class CompressionBusy(Exception):
-    """Every compression worker is busy; the caller forwards the original."""
-
-
-class WorkerCrashed(Exception):
-    """The compressor raised a BaseException (SystemExit, KeyboardInterrupt, ...) in its
-    worker. Left as it was, asyncio would re-raise it in the event loop and stop the
-    server; as an ordinary exception it fails this request open like any other."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    texts: tuple[str, ...]
-    tokens_before: int
-    tokens_after: int
-    hits: int
-    misses: int
-    ms: float  # total added to the request: lookup + queue wait + work
-    work_ms: float = 0.0  # in the worker thread (what the gate learns cost from)
-    wait_ms: float = 0.0  # queued for a worker
-    seen: int = 0  # of the misses, documents whose features were memoized (cheap)
-    in_flight: int = 1  # compressions in flight when this one started (contention)
-
-    @property
-    def ratio(self) -> float:
-        return self.tokens_before / self.tokens_after if self.tokens_after else 1.0
+__all__ = ["CompressionBusy", "CompressionEngine", "Outcome", "WorkerCrashed"]
 
 
 class CompressionEngine:
@@ -218,26 +192,9 @@ class CompressionEngine:
                    blobs: list[bytes | None] | None = None) -> list[MemoEntry]:  # fmt: skip
         loop = asyncio.get_running_loop()
         timing = {} if timing is None else timing
-        submitted = time.perf_counter()
-        # the job stops at its next checkpoint once its timeout has passed (deadline.py)
-        deadline = None if self.state == "loading" else time.monotonic() + self.timeout
-
-        def call():  # in the worker: token counting for the budget included
-            began = time.perf_counter()
-            timing["wait_ms"] = (began - submitted) * 1000
-            try:
-                with within(deadline):
-                    out = self._work(documents, question, rate, blobs)
-            except Exception:
-                raise
-            except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
-                raise WorkerCrashed(type(exc).__name__) from exc
-            timing["work_ms"] = (time.perf_counter() - began) * 1000
-            return out
-
         chars = sum(len(d) for d in documents)
         timing["chars"] = chars
-        job = self._pool.submit(call)
+        job = self._pool.submit(self._job(documents, question, rate, timing, blobs))
         self._running += 1  # until the thread really finishes (or the job is cancelled)
         self._backlog_chars += chars
         job.add_done_callback(lambda _: self._finished_from_thread(loop, chars, timing))
@@ -254,6 +211,28 @@ class CompressionEngine:
             wrapped.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
+
+    def _job(self, documents: list[str], question: str, rate, timing: dict[str, float],
+             blobs: list | None):  # fmt: skip
+        """The call a worker runs: token counting for the budget included. It stops at its
+        next checkpoint once its timeout has passed (compressors/deadline.py)."""
+        submitted = time.perf_counter()
+        deadline = None if self.state == "loading" else time.monotonic() + self.timeout
+
+        def call():
+            began = time.perf_counter()
+            timing["wait_ms"] = (began - submitted) * 1000
+            try:
+                with within(deadline):
+                    out = self._work(documents, question, rate, blobs)
+            except Exception:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
+                raise WorkerCrashed(type(exc).__name__) from exc
+            timing["work_ms"] = (time.perf_counter() - began) * 1000
+            return out
+
+        return call
 
     def _budget(self, documents: list[str], rate: float, tokens: list[int] | None = None) -> Budget:
         """`tokens`: counts from the features, if by this counter (no tokenizing again)."""

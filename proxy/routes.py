@@ -5,6 +5,8 @@ Handlers are closures over the components create_app built — nothing on app.st
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -14,16 +16,11 @@ from proxy.errors import ProxyError
 from proxy.forward import read_body
 from proxy.usage_report import usage_report
 
+Endpoint = Callable[[Request], Awaitable[Response]]
+
 
 def build_routes(parts: Components) -> list[BaseRoute]:
     pool, metrics = parts.pool, parts.metrics
-
-    async def compress(request: Request) -> JSONResponse:
-        tenant = parts.tenant.authenticate(dict(request.headers))  # 401 before any work
-        declared = request.headers.get("content-length")
-        with parts.ingest.slot(tenant):  # 429 before the body is read (proxy/ingest.py)
-            raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
-            return JSONResponse(await parts.ingest.compress(raw, tenant))
 
     async def models(_: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": pool.model_cards()})
@@ -34,23 +31,38 @@ def build_routes(parts: Components) -> list[BaseRoute]:
     async def readyz(request: Request) -> JSONResponse:
         return _readiness(parts, dict(request.headers))
 
+    async def metrics_endpoint(_: Request) -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return [
+        Route("/v1/compress", _compress(parts), methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/v1/ragtrim/usage", _usage(parts), methods=["GET"]),
+    ]
+
+
+def _compress(parts: Components) -> Endpoint:
+    async def compress(request: Request) -> JSONResponse:
+        tenant = parts.tenant.authenticate(dict(request.headers))  # 401 before any work
+        declared = request.headers.get("content-length")
+        with parts.ingest.slot(tenant):  # 429 before the body is read (proxy/ingest.py)
+            raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
+            return JSONResponse(await parts.ingest.compress(raw, tenant))
+
+    return compress
+
+
+def _usage(parts: Components) -> Endpoint:
     async def usage(request: Request) -> JSONResponse:
         """Per-tenant totals (issue 22): a tenant its own, the admin key all."""
         report = await usage_report(parts.ops.accounting, parts.settings, parts.tenant.authenticate,
                                     dict(request.headers))  # fmt: skip
         return JSONResponse(report)
 
-    async def metrics_endpoint(_: Request) -> Response:
-        return Response(metrics.render(), media_type="text/plain; version=0.0.4")
-
-    return [
-        Route("/v1/compress", compress, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
-        Route("/v1/ragtrim/usage", usage, methods=["GET"]),
-    ]
+    return usage
 
 
 def _readiness(parts: Components, headers: dict[str, str]) -> JSONResponse:

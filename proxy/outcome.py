@@ -1,0 +1,34 @@
+"""What a CompressionEngine call gives back (`Outcome`) or raises instead; the compress
+stage reads both (proxy/stages/compress.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CompressionBusy(Exception):
+    """Every compression worker is busy; the caller forwards the original."""
+
+
+class WorkerCrashed(Exception):
+    """The compressor raised a BaseException (SystemExit, KeyboardInterrupt, ...) in its
+    worker. Left as it was, asyncio would re-raise it in the event loop and stop the
+    server; as an ordinary exception it fails this request open like any other."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    texts: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    hits: int
+    misses: int
+    ms: float  # total added to the request: lookup + queue wait + work
+    work_ms: float = 0.0  # in the worker thread (what the gate learns cost from)
+    wait_ms: float = 0.0  # queued for a worker
+    seen: int = 0  # of the misses, documents whose features were memoized (cheap)
+    in_flight: int = 1  # compressions in flight when this one started (contention)
+
+    @property
+    def ratio(self) -> float:
+        return self.tokens_before / self.tokens_after if self.tokens_after else 1.0
