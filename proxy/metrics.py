@@ -14,6 +14,14 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        self._edge_instruments(r)
+        self._compression_instruments(r)
+        self._routing_instruments(r)
+        self._tenant_instruments(r)
+        self._kv_instruments(r)
+
+    def _edge_instruments(self, r: CollectorRegistry) -> None:
+        """Requests, the HTTP edge, the upstream exchange, admission and failover."""
         self.requests = Counter(
             "ragtrim_requests", "HTTP requests by route and status", ["route", "status"], registry=r
         )
@@ -24,6 +32,10 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self._upstream_instruments(r)
+
+    def _upstream_instruments(self, r: CollectorRegistry) -> None:
+        """The upstream exchange: timings, errors, bad answers."""
         self.upstream_ttft = Histogram(
             "ragtrim_upstream_ttft_seconds",
             "Time from sending upstream to its first body byte",
@@ -53,6 +65,10 @@ class Metrics:
             "ragtrim_local_resource_errors", "ragtrim's own resources ran out (EMFILE, ENOBUFS...)",
             ["where"], registry=r,
         )  # fmt: skip
+        self._admission_instruments(r)
+
+    def _admission_instruments(self, r: CollectorRegistry) -> None:
+        """Admission, routing spills, failover and client disconnects."""
         self.overloaded = Counter(
             "ragtrim_overloaded", "Requests refused with 429 by the in-flight limits", ["scope"],
             registry=r,
@@ -74,6 +90,9 @@ class Metrics:
             ["phase"],
             registry=r,
         )
+
+    def _compression_instruments(self, r: CollectorRegistry) -> None:
+        """Stages, compression, the memos and the shared store."""
         self.stage_failures = Counter(
             "ragtrim_stage_failures", "Pipeline stages that failed open", ["stage"], registry=r
         )
@@ -111,6 +130,8 @@ class Metrics:
             "ragtrim_store_errors", "Shared store failures (read as misses)", ["op"], registry=r
         )
 
+    def _routing_instruments(self, r: CollectorRegistry) -> None:
+        """The prefix cache, prefill learning, warm-up and discovery."""
         self.canonical_rewrites = Counter(
             "ragtrim_canonical_rewrites", "Requests whose static prefix was rewritten",
             registry=r,
@@ -148,9 +169,6 @@ class Metrics:
             "ragtrim_discovery_endpoints", "Replicas a discovered backend resolves to",
             ["target"], registry=r,
         )  # fmt: skip
-
-        self._tenant_instruments(r)
-        self._kv_instruments(r)
 
     def _kv_instruments(self, r: CollectorRegistry) -> None:
         """KV-event routing (issue 20, proxy/routing/kv)."""
