@@ -273,6 +273,8 @@ def build(
                                metrics, ops.wrap_feedback(feedback), tenant)  # fmt: skip
     health = HealthChecker(pool, client, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
+    if kv is not None:
+        health.on_healthy.append(kv.warm)  # the chat tokenizer, loaded off the loop
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)
     return Components(
         settings=settings, metrics=metrics, pool=pool, client=client, health=health,

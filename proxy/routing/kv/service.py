@@ -7,11 +7,12 @@ starts/stops its subscriptions with the app's lifespan.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from proxy.chat_tokens import RequestTokens
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import EndpointPool
+from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
 from proxy.routing.kv.subscriber import Hooks
 from proxy.routing.kv.subscriptions import KvSubscriptions
@@ -29,6 +30,18 @@ class KvRouting:
 
     async def stop(self) -> None:
         await self.subscriptions.stop()
+
+    async def warm(self, ep: Endpoint) -> None:
+        """A backend turned healthy: load its model's tokenizer and template off the
+        event loop (the first request would block the loop for seconds, and with it
+        every subscriber: events queue, their lag grows)."""
+        for card in ep.model_cards:
+            await asyncio.to_thread(self._load, card.get("id"))
+
+    def _load(self, model: str | None) -> None:
+        tok = self.tokens.tokenizer(model)
+        if tok is not None:
+            tok.chat({"messages": [{"role": "user", "content": "warm"}]})
 
 
 def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics,

@@ -51,3 +51,14 @@ def test_no_local_root_means_no_ids():
     assert RequestTokens(pool("/nonexistent")).ids("chat", {"messages": []}, "tiny-llama") is None
     explicit = RequestTokens(pool("/nonexistent"), explicit_dir=str(TINY))
     assert explicit.ids("completions", {"prompt": "Hi"}, "tiny-llama")
+
+
+async def test_kv_warm_loads_the_tokenizer_off_the_loop():
+    from proxy.metrics import Metrics
+    from proxy.routing.kv.service import build_kv
+    from proxy.settings import KvEventsSettings
+
+    p = pool(str(TINY))
+    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics())
+    await kv.warm(p.endpoints[0])
+    assert kv.tokens._by_root[str(TINY)] is not None
