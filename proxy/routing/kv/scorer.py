@@ -16,7 +16,7 @@ difference of one block in a request of up to 1/TIE_WEIGHT blocks wins. A reques
 held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
 before the first one's events arrive) gets the rendezvous affinity scores instead
 (counted, reason "cold"), so copies of a new prefix land together as with affinity.
-With kv_events the bounded-load floor defaults to 2 (proxy/settings.py
+With kv_events the bounded-load floor defaults to 3 (proxy/config/routing.py
 KV_MIN_IN_FLIGHT): a prefix held by one replica only (one application's system
 prompt) would otherwise draw every request there; spilled, its blocks are stored on
 the other replica too and the index sees them.

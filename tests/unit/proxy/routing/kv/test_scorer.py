@@ -102,7 +102,7 @@ def test_ties_spread_over_backends():
 def test_registry_default_is_kv_cache_with_events_on():
     on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
     assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
-    assert on.bounded_min_in_flight == 2 and RoutingSettings().bounded_min_in_flight == 8
+    assert on.bounded_min_in_flight == 3 and RoutingSettings().bounded_min_in_flight == 8
     kept = RoutingSettings(kv_events=KvEventsSettings(enabled=True), bounded_min_in_flight=8)
     assert kept.bounded_min_in_flight == 8  # set explicitly: kept
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
