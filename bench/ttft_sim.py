@@ -104,7 +104,8 @@ def summarize(by_speed: dict[str, list], args, wall_s: float, reuse: dict[str, l
         "worst_ratio": worst,
         "reuse": {"workload": ReuseDraw.describe_static(), "cells": reuse},
         "gold_retention": round(statistics.mean(h["gold_retention"] for h in speeds.values()), 3)
-        if speeds else None,
+        if speeds
+        else None,
         "compressor": args.compressor,
         "rate": args.rate,
         "pairing": "per-case",

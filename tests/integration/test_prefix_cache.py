@@ -15,7 +15,10 @@ from tests.integration.conftest import TINY, start_vllm
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.integration
-TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "prefix-cache-test-secret"}
+TENANCY = {
+    "api_keys": {"key-a": "acme", "key-b": "globex"},
+    "salt_secret": "prefix-cache-test-secret",
+}
 WORDS = ["river", "mountain", "library", "engine", "harvest", "signal", "window", "orbit"]
 
 

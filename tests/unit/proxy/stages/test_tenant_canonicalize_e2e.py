@@ -2,7 +2,10 @@
 
 import httpx
 
-TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "tenant-canonical-secret"}
+TENANCY = {
+    "api_keys": {"key-a": "acme", "key-b": "globex"},
+    "salt_secret": "tenant-canonical-secret",
+}
 
 
 def chat(system: str, **extra) -> dict:
