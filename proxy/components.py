@@ -257,8 +257,7 @@ def build(
     store = store if store is not None else make_store(settings, metrics)
     ops = make_operations(settings, store, metrics)
     c = settings.compression
-    counter = TargetTokenCounter(pool, c.tokenizer)
-    engine = make_engine(c, store, counter, compressor, metrics)
+    engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor)
     tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,

@@ -126,6 +126,21 @@ def rag_body() -> dict:
         {"role": "user", "content": "When was the bridge opened?"}]}  # fmt: skip
 
 
+def _settled_reports(proxies, key: str, requests: int, wait_s: float = 5.0) -> list[dict]:
+    """Each replica's /v1/ragtrim/usage once the last request is counted: accounting
+    runs after the response's last byte (proxy/middleware/telemetry.py), so a client
+    that asks at once may be ahead of the counter by one request."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        reports = [httpx.get(f"{p.url}/v1/ragtrim/usage",
+                             headers={"authorization": f"Bearer {key}"}).json()
+                   for p in proxies]  # fmt: skip
+        counted = [r["data"][0]["today"]["requests"] if r.get("data") else 0 for r in reports]
+        if all(n >= requests for n in counted) or time.monotonic() > deadline:
+            return reports
+        time.sleep(0.1)
+
+
 def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tenants):
     key_a, key_b, _, _ = tenants
     body = rag_body()
@@ -143,9 +158,7 @@ def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tena
         before = sum(int(r.headers["x-ragtrim-tokens-before"]) for r in sent)
         after = sum(int(r.headers["x-ragtrim-tokens-after"]) for r in sent)
         assert before > after  # something was removed
-        reports = [httpx.get(f"{p.url}/v1/ragtrim/usage",
-                             headers={"authorization": f"Bearer {key_a}"}).json()
-                   for p in (a, b)]  # fmt: skip
+        reports = _settled_reports((a, b), key_a, requests=5)
         other = httpx.get(f"{a.url}/v1/ragtrim/usage", headers={"authorization": f"Bearer {key_b}"})
     assert reports[0] == reports[1]  # one shared view, whichever replica answers
     (mine,) = reports[0]["data"]
