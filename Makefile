@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
-.PHONY: setup setup-ragtrim setup-vllm setup-tools setup-bench models run stop test test-unit test-integration test-clients lint format bench help
+.PHONY: setup setup-ragtrim setup-vllm setup-tools setup-system setup-bench models run stop test test-unit test-integration test-clients lint format bench help
 
 help:
 	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
@@ -54,10 +54,15 @@ test-integration: setup
 # real LangChain / LlamaIndex / Haystack / openai clients through ragtrim and vLLM;
 # figures in $${RAGTRIM_CLIENTS_REPORT:-/tmp/ragtrim-clients-report.json}
 test-clients: setup
-	$(PY) -m pytest -q tests/unit/compressors/segment/test_template_drift.py tests/integration/clients \
+	$(PY) -m pytest -q tests/unit/proxy/prompt/segment/test_template_drift.py tests/integration/clients \
 		tests/integration/test_readme_snippets.py
 
-test: setup lint
+# dnsmasq and a local Redis (deploy/local/setup_system.sh): the suite runs whole on a
+# fresh machine, not only under .ci/run
+setup-system:
+	@deploy/local/setup_system.sh
+
+test: setup setup-system lint
 	$(PY) -m pytest -q tests
 
 run: setup

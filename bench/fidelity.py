@@ -57,8 +57,8 @@ from bench.squad import (
 from bench.squad_render import RENDERERS
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.registry import build_compressor
-from compressors.segment import Segmenter
 from compressors.tokens import counter_name
+from proxy.prompt.segment import Segmenter
 
 REQUEST_PATH = "fast_extractive"
 # row name -> (registry name, options); the _bm25 / _static rows are the candidates the

@@ -10,7 +10,7 @@ import httpx
 
 from bench.load_workload import messages
 from bench.squad import answer_retained
-from compressors.segment import Segmenter
+from proxy.prompt.segment import Segmenter
 
 ERROR_LEVELS_UP_TO = 1.5  # "errors: 0 at every level up to 1.5x direct's capacity"
 

@@ -34,7 +34,7 @@ from bench.squad_render import render_llamaindex
 from bench.stream import stream_chat
 from bench.ttft_plot import plot
 from bench.vllm_pair import vllm_module
-from compressors.segment import Segmenter
+from proxy.prompt.segment import Segmenter
 from proxy.settings import CompressionSettings
 
 MODEL_DIR = ROOT / ".models" / "smollm2-135m-instruct"

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from cache.breaker import Outage
 from cache.lru import OVERHEAD, ByteLRU
+from cache.outage import Outage
 
 log = logging.getLogger("ragtrim.cache")
 OnError = Callable[[str, BaseException], None]
@@ -179,7 +179,7 @@ class RedisStore:
     wait). A failure is counted through `on_error` and the call is served by the
     in-process `fallback` instead (a miss, then whatever was written meanwhile); while
     Redis is down every call goes to the fallback at once, until a background probe
-    sees it answer again (cache/breaker.py). What was written to the fallback during
+    sees it answer again (cache/outage.py). What was written to the fallback during
     the outage stays local: a memo entry is recomputed once on its next miss.
     """
 

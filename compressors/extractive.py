@@ -107,7 +107,7 @@ class LRUEmbeddingCache:
 class ExtractiveCompressor:
     name = "extractive"
     version = "1"
-    prior_ms_per_1k = 120.0  # ms per 1k cold tokens until measured (DESIGN.md)
+    prior_ms_per_1k = 120.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = True
 
     def __init__(

@@ -194,7 +194,7 @@ class _ReferenceEngine:
 class LLMLingua2Compressor:
     name = "llmlingua2"
     version = "1"
-    prior_ms_per_1k = 1640.0  # ms per 1k cold tokens until measured (DESIGN.md)
+    prior_ms_per_1k = 1640.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = False
 
     def __init__(

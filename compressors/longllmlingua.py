@@ -141,7 +141,7 @@ def rank_deltas(order: Sequence[int], spread: float) -> dict[int, float]:
 class LongLLMLinguaCompressor:
     name = "longllmlingua"
     version = "1"
-    prior_ms_per_1k = 3000.0  # ms per 1k cold tokens until measured (DESIGN.md)
+    prior_ms_per_1k = 3000.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = True
 
     def __init__(

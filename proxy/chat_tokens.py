@@ -9,7 +9,7 @@ content format), `tokenizer.apply_chat_template(messages, tools=...,
 add_generation_prompt=True, tokenize=False, **chat_template_kwargs)`, then the text
 encoded with `add_special_tokens=False` (the template writes BOS itself). Completions:
 the prompt encoded with special tokens. The tokenizer is the backend's own, found from
-its model root as the token counter finds it (proxy/target_tokens.py); with none on
+its model root as the token counter finds it (proxy/token_counter.py); with none on
 this machine there are no ids, and the scorer falls back to affinity.
 
 Static prefix cache: the leading system/developer messages rendered alone are a
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from proxy.routing.endpoint import EndpointPool
-from proxy.target_tokens import local_model_root
+from proxy.token_counter import local_model_root
 
 STATIC_ROLES = ("system", "developer")
 

@@ -20,10 +20,10 @@ from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
 from compressors.base import Compressor
 from compressors.registry import build_compressor
-from compressors.segment import Segmenter
 from proxy.accesslog import AccessLog, access_logger
 from proxy.accounting import Accounting, known_tenants
 from proxy.admission import Admission
+from proxy.backend_metrics import MetricsScraper
 from proxy.engine import CompressionEngine
 from proxy.feedback import Feedback
 from proxy.forward import Forwarder
@@ -32,7 +32,7 @@ from proxy.ingest import Ingest
 from proxy.metrics import Metrics
 from proxy.operations import Operations
 from proxy.pipeline import Pipeline, Stage
-from proxy.prefill import PrefillScraper
+from proxy.prompt.segment import Segmenter
 from proxy.ratelimit import RateLimiter
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
@@ -47,8 +47,8 @@ from proxy.stages.quota import QuotaStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
 from proxy.stages.usage import UsageStage
-from proxy.target_tokens import TargetTokenCounter
 from proxy.telemetry.tracing import build_tracing
+from proxy.token_counter import TargetTokenCounter
 from proxy.upstream.transport import AiohttpTransport, Transport
 from proxy.warmup import Warmer
 
@@ -188,7 +188,7 @@ def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
                   prefixes: PrefixRegistry, client: httpx.AsyncClient) -> Feedback:  # fmt: skip
     feedback = Feedback(metrics, gate, prefixes)
     if c.prefill_metrics:
-        feedback.prefill = PrefillScraper(client, feedback.prefill_sample,
+        feedback.prefill = MetricsScraper(client, feedback.prefill_sample,
                                           min_interval=c.prefill_scrape_interval,
                                           queue=gate.observe_queue)  # fmt: skip
     return feedback

@@ -11,7 +11,7 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     usage_added       usage stage              forward (strip the usage chunk again)
     response_headers  every stage              forward (x-ragtrim-* on the reply)
 
-The body is `prompt` (proxy/prompt.py), the one place it is rewritten.
+The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from compressors.segment import Segmentation
 from proxy.options import RequestOptions
-from proxy.prompt import Prompt, prompt_for
+from proxy.prompt.body import Prompt, prompt_for
+from proxy.prompt.segment import Segmentation
 
 
 @dataclass

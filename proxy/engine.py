@@ -31,12 +31,11 @@ from concurrent.futures import ThreadPoolExecutor
 from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
+from compressors import calibration
 from compressors.adaptive import AUTO, AdaptiveBudget
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.deadline import within
 from compressors.features import FeatureCompressor
-from proxy.calibrate import QUESTION as CALIBRATION_QUESTION
-from proxy.calibrate import calibration_documents
 from proxy.feature_path import FeaturePath
 from proxy.outcome import CompressionBusy, Outcome, WorkerCrashed
 
@@ -60,7 +59,6 @@ class CompressionEngine:
         self._ms_per_char: deque[float] = deque(maxlen=32)
         self.state = "cold"  # cold -> loading -> ready | failed
         self.calibration: Outcome | None = None  # measured at warm-up, for the gate
-        self.replaced = 0  # workers replaced after a job overran its timeout
 
     async def warm(self, torch_threads: int = 0) -> None:
         """Load the model in a worker before traffic needs it. Meanwhile requests find
@@ -77,11 +75,11 @@ class CompressionEngine:
         self.state = "ready"
 
     async def _calibrate(self) -> Outcome | None:
-        """One measured compression of ~700 tokens of synthetic prose, loaded already
-        (proxy/calibrate.py says why); None when it fails."""
-        docs, timing = calibration_documents(), {}
+        """One measured compression of the calibration workload (~450 tokens), loaded
+        already (compressors/calibration.py says why); None when it fails."""
+        docs, timing = list(calibration.DOCUMENTS), {}
         try:
-            entries = await self._run(docs, CALIBRATION_QUESTION, 0.5, timing)
+            entries = await self._run(docs, calibration.QUESTION, 0.5, timing)
         except Exception:  # noqa: BLE001 - the gate keeps its prior
             return None
         before, after = sum(e.tokens_before for e in entries), sum(e.tokens_after for e in entries)
@@ -249,7 +247,6 @@ class CompressionEngine:
         old = self._pool
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ragtrim-compress")
         old.shutdown(wait=False)
-        self.replaced += 1
         self._running -= 1
         self._backlog_chars -= int(timing.get("chars", 0))
         timing["abandoned"] = 1.0

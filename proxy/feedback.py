@@ -3,7 +3,7 @@ the prefix registry. Never on the client's critical path; failures fail open.
 
 The gate's prefill samples come from two sources: a streamed response's TTFT with
 the usage vLLM reported, and (for every response, streamed or not) the backend's own
-prefill metrics, read by `prefill` (a PrefillScraper, proxy/prefill.py) when set."""
+prefill metrics, read by `prefill` (a MetricsScraper, proxy/backend_metrics.py) when set."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class Feedback:
         self.prefixes = prefixes
         self._totals: dict[str, list[int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.prefill = None  # a PrefillScraper, wired by components
+        self.prefill = None  # a MetricsScraper, wired by components
 
     def prefill_sample(self, backend: str, tokens: float, ms: float) -> None:
         """One (tokens, ms) point read from a backend's metrics."""

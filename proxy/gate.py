@@ -2,7 +2,7 @@
 
 Inputs, all measured online:
 - prefill cost per uncached prompt token, per backend: from streamed TTFTs and from
-  vLLM's own prefill-time metrics (proxy/prefill.py), each a (tokens, ms) sample.
+  vLLM's own prefill-time metrics (proxy/backend_metrics.py), each a (tokens, ms) sample.
   A prefill is `base + per_token × tokens`; what compression saves is the slope, so
   `PrefillLaw` fits it (Theil–Sen: median of pairwise slopes, robust to a stalled
   request) and never reports more than the median ms/token ratio (which includes the
@@ -11,7 +11,7 @@ Inputs, all measured online:
   time, queue wait excluded); until the first one, the compressor's own prior
   (`prior_ms_per_1k`, a class attribute: the compressor knows its cost, the gate does
   not keep a table of names). The engine also measures the compressor at start-up
-  (proxy/calibrate.py), so the prior decides only while that runs or when it failed;
+  (compressors/calibration.py), so the prior decides only while that runs or when it failed;
 - the queue: the engine's expected wait for a worker (proxy/engine.py);
 - the memo: documents already compressed cost a lookup, not a compression.
 
@@ -33,7 +33,7 @@ behind it (vLLM prefills at most `max_num_batched_tokens` per step, first come f
 served: each token a step spends on this prompt delays every later prompt's steps). In
 a steady queue as many requests wait behind a request as it found ahead of it, so
     saved = context_tokens × (1 − rate) × prefill_ms_per_token × (1 + waiting)
-with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/prefill.py reads it; the mean of
+with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/backend_metrics.py reads it; the mean of
 the last few readings, `BackendQueue`). The
 smallest fresh reading over the backends is used (routing happens after compression:
 the safe side), and a reading older than `queue_fresh_s` counts as no queue (the

@@ -28,7 +28,3 @@ class Outcome:
     wait_ms: float = 0.0  # queued for a worker
     seen: int = 0  # of the misses, documents whose features were memoized (cheap)
     in_flight: int = 1  # compressions in flight when this one started (contention)
-
-    @property
-    def ratio(self) -> float:
-        return self.tokens_before / self.tokens_after if self.tokens_after else 1.0

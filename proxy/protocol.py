@@ -8,7 +8,7 @@ orjson parses ≈ 5× faster than the stdlib and bounds nesting depth (a body ne
 100,000 deep is a 400, not a RecursionError). It reads an integer beyond 64 bits as a
 float (10**20 became 1e+20 in rewritten bodies: issue 23), so a body with a run of 19
 or more digits, the shortest such integer, is parsed again by the stdlib, whose ints
-are exact; proxy/prompt.py writes them back exactly.
+are exact; proxy/prompt/body.py writes them back exactly.
 """
 
 from __future__ import annotations

@@ -70,9 +70,6 @@ class EndpointPool:
     def healthy(self) -> list[Endpoint]:
         return [ep for ep in self.endpoints if ep.healthy]
 
-    def known_models(self) -> set[str]:
-        return {m for ep in self.healthy() for m in ep.models}
-
     def model_cards(self) -> list[dict[str, Any]]:
         """Model cards merged across healthy backends, first backend wins per id."""
         seen: dict[str, dict[str, Any]] = {}

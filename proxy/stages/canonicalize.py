@@ -1,4 +1,4 @@
-"""Canonicalize stage: the static prefix byte-stable and first (proxy/prefix); its key.
+"""Canonicalize stage: the static prefix byte-stable and first (proxy/prompt/prefix); its key.
 
 Runs after compress: the segmenter's `static_end` lies before every document, so
 compressing documents never moves it, while canonicalizing would shift document
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.prefix import CanonicalRules, prefix_key
+from proxy.prompt.prefix import CanonicalRules, prefix_key
 from proxy.settings import CanonicalSettings
 
 

@@ -52,7 +52,7 @@ class CompressStage:
         self._calibrated = False
 
     def _learn_calibration(self) -> None:
-        """The engine's start-up measurement (proxy/calibrate.py), once, before the
+        """The engine's start-up measurement (compressors/calibration.py), once, before the
         first decision that can use it."""
         if not self._calibrated and self.engine.calibration is not None:
             self._calibrated = True

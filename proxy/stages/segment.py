@@ -1,9 +1,9 @@
-"""Segment stage: find the context documents and the question (compressors.segment).
+"""Segment stage: find the context documents and the question (proxy.prompt.segment).
 
 Bounded work (issue 23): the documents named in the request's `ragtrim` field are
 checked against `compression.limits` before any is looked for (400 for too many, 413
 for too long: the client asked for them explicitly), and segmentation itself is linear
-(compressors/segment). A prompt larger than `offload_bytes` is segmented in a worker
+(proxy/prompt/segment). A prompt larger than `offload_bytes` is segmented in a worker
 thread, so a 2 MB prompt never holds the event loop (health probes, other requests);
 a small one stays on the loop, where the thread hop (~50 µs) would cost more than the
 work.
@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from compressors.segment import Segmenter
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest, PayloadTooLarge
+from proxy.prompt.segment import Segmenter
 from proxy.settings import CompressionLimitSettings
 
 

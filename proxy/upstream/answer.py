@@ -4,7 +4,7 @@ ragtrim promises the OpenAI envelope for every error (proxy/errors.py). A backen
 that is vLLM answers 2xx with JSON or SSE, or 4xx for the client's own mistakes;
 anything else is a backend fault, and its body is not the client's business:
 
-- 4xx: relayed unchanged (DESIGN.md: they answer the client's request; vLLM's are
+- 4xx: relayed unchanged (they answer the client's request; vLLM's are
   already in the envelope, and Retry-After of a 429 must reach the client).
 - 2xx: relayed when the content type matches what was asked: SSE for a streamed
   chat/completions request, JSON otherwise. A JSON body to a streamed request, SSE to

@@ -2,9 +2,9 @@
 
 The default is aiohttp: measured side by side on these machines, a bare pass-through
 app added 0.33 ms and 0.34 CPU-ms per request with aiohttp and 1.43 ms / 1.45 CPU-ms
-with httpx (DESIGN.md, "More facts"); LiteLLM (PR 11097) and vLLM's production-stack
-router moved to aiohttp for the same reason. One `ClientSession` per worker process,
-created lazily inside its event loop, with:
+with httpx (measured on the 2-core dev machines); LiteLLM (PR 11097) and vLLM's
+production-stack router moved to aiohttp for the same reason. One `ClientSession` per
+worker process, created lazily inside its event loop, with:
 
 - no cookie jar (`DummyCookieJar`): a proxy must never carry one client's cookies to
   another; no redirects; no automatic headers beyond Host and Content-Length;

@@ -5,7 +5,7 @@ KV-cache events (block size 32, a 24-block cache so that evictions come quickly)
 - another tenant's identical prompt scores 0;
 - a sequence gap is replayed from vLLM's replay endpoint;
 - the request's token ids equal vLLM's /tokenize for every framework template ragtrim
-  recognises (compressors/segment/frameworks.toml), chat and completion forms;
+  recognises (proxy/prompt/segment/frameworks.toml), chat and completion forms;
 - a replica killed and restarted is cleared and refilled (last: it restarts vLLM).
 """
 
@@ -21,9 +21,9 @@ import vllm_server
 import zmq
 import zmq.asyncio
 
-from compressors.segment.frameworks import read_texts
 from proxy.chat_tokens import RequestTokens
 from proxy.context import RequestContext
+from proxy.prompt.segment.frameworks import read_texts
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.chain import chain, request_extras
 from proxy.routing.kv.index import KvIndex

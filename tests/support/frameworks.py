@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from compressors.segment.frameworks import framework_text
+from proxy.prompt.segment.frameworks import framework_text
 
 MAX_TOKENS = 8
 HAYSTACK_TUTORIAL = framework_text("haystack_rag_tutorial", "user")

@@ -8,7 +8,7 @@ import re
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from compressors.segment.frameworks import read_texts
+from proxy.prompt.segment.frameworks import read_texts
 
 FRAGMENTS = [
     "<ragtrim:doc>", "</ragtrim:doc>", "<ragtrim:question>", "</ragtrim:question>",

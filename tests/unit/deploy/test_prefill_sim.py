@@ -8,7 +8,7 @@ import pytest
 from prefill_sim import PrefillSim, PrefixCache
 from stub_vllm import StubVllm
 
-from proxy.prefill import parse_totals, sample_between
+from proxy.backend_metrics import parse_totals, sample_between
 from tests.support.servers import serving
 
 

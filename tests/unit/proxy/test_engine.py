@@ -135,7 +135,7 @@ def test_warm_up_measures_the_compressor_for_the_gate():
         e = engine(HalfWords(delay=0.05))
         await e.warm()
         c = e.calibration
-        assert c.misses == 4 and c.tokens_before > 500 and c.work_ms >= 50
+        assert c.misses == 4 and c.tokens_before > 250 and c.work_ms >= 50  # ~280 words
         g = CostGate("auto", prior_ms_per_1k=120.0, min_context_tokens=0, max_added_ms=1e4)
         g.observe_compression(c)
         assert g.compressor_ms_per_token() == pytest.approx(c.work_ms / c.tokens_before)

@@ -1,6 +1,6 @@
 """The gate knows the backend's queue: under requests waiting, a removed token saves its
 own prefill and the wait of every request behind it (proxy/gate.py, BackendQueue); the
-gauges come from vLLM's /metrics (proxy/prefill.py). Both directions, unit and app."""
+gauges come from vLLM's /metrics (proxy/backend_metrics.py). Both directions, unit and app."""
 
 import uuid
 

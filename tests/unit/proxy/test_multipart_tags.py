@@ -6,7 +6,7 @@ import json
 
 import httpx
 
-from proxy.prompt import strip_multipart_tags
+from proxy.prompt.body import strip_multipart_tags
 
 DOC = "<ragtrim:doc>Paris is the capital of France.</ragtrim:doc>"
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from cache.store import MemoryStore
 from proxy.components import build
 from proxy.context import RequestContext
-from proxy.prefix import CanonicalRules, canonicalize_chat, canonicalize_prompt, prefix_key
-from proxy.prompt import strip_multipart_tags
+from proxy.prompt.body import strip_multipart_tags
+from proxy.prompt.prefix import CanonicalRules, canonicalize_chat, canonicalize_prompt, prefix_key
 from proxy.protocol import parse_body
 from proxy.settings import Settings
 from tests.support.prompts import PROPS, json_values, messages, parts, roles, texts
@@ -84,7 +84,7 @@ def test_unrecognised_prompt_leaves_byte_identical(pipeline, body):
     raw = orjson.dumps(body)
     ctx = RequestContext("r", "chat", raw, parse_body(raw, "chat"), {})
     asyncio.run(pipeline.run(ctx))
-    asked = orjson.loads(raw)  # ragtrim's tags leave multi-part content (proxy/prompt.py)
+    asked = orjson.loads(raw)  # ragtrim's tags leave multi-part content (proxy/prompt/body.py)
     stripped = strip_multipart_tags(asked["messages"])
     if stripped is not None:
         asked["messages"] = stripped

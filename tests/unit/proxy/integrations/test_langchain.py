@@ -8,7 +8,6 @@ from langchain_core.documents import Document
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from compressors.segment.frameworks import framework_text
 from proxy.integrations.langchain import (
     RagtrimChatModel,
     RagtrimDocumentCompressor,
@@ -16,6 +15,7 @@ from proxy.integrations.langchain import (
     ragtrim_chat_openai,
     ragtrim_openai,
 )
+from proxy.prompt.segment.frameworks import framework_text
 from proxy.settings import Settings
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.integrations.doubles import EchoLLM, EchoSystem, NoStream

@@ -1,9 +1,9 @@
 """The canonicalize, tenant and usage stages, called directly."""
 
-from compressors.segment import Segmenter
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.prefix import prefix_key
+from proxy.prompt.prefix import prefix_key
+from proxy.prompt.segment import Segmenter
 from proxy.settings import CanonicalSettings, TenancySettings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.segment import SegmentStage

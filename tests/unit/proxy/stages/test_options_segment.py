@@ -2,10 +2,10 @@
 
 import pytest
 
-from compressors.segment import Segmenter
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
 from proxy.options import RequestOptions
+from proxy.prompt.segment import Segmenter
 from proxy.stages.options import OptionsStage
 from proxy.stages.segment import SegmentStage
 

@@ -5,8 +5,8 @@ import asyncio
 import json
 import threading
 
-from compressors.segment import Segmenter
 from proxy.context import RequestContext
+from proxy.prompt.segment import Segmenter
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.segment import SegmentStage
 
