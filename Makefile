@@ -71,7 +71,7 @@ run: setup
 stop:
 	-@$(PY) deploy/local/vllm_server.py stop --pid-file $(RUN_DIR)/vllm.pid
 
-BENCHES := overhead compress_cost fidelity prefix_routing ttft ttft_sim load soak abuse
+BENCHES := overhead overhead_paired compress_cost fidelity prefix_routing ttft ttft_sim load soak abuse
 
 # bench.overhead measures nginx beside ragtrim: Debian's nginx-light, installed once.
 setup-bench:
