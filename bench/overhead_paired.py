@@ -7,8 +7,8 @@ for, so both trees serve side by side here, in front of the same stub, and every
 sends one request to each in turn:
 
     direct    bench/fast_stub.py (the floor both are measured against)
-    baseline  `python -m proxy serve` from a git worktree of `--baseline` (default: the
-              commit before this session's first, given as a revision)
+    baseline  `python -m proxy serve` from a git worktree of `--baseline` (a revision;
+              default HEAD~1)
     current   `python -m proxy serve` from this checkout
 
 Each tree imports its own packages: the server runs with the tree as its working
