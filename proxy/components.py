@@ -34,6 +34,8 @@ from proxy.operations import Operations
 from proxy.pipeline import Pipeline, Stage
 from proxy.prompt.segment import Segmenter
 from proxy.ratelimit import RateLimiter
+from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
+from proxy.response.path import ResponsePath
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
@@ -231,14 +233,24 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Ope
     )  # fmt: skip
 
 
+def make_hooks(settings: Settings, metrics: Metrics, feedback) -> list[object]:
+    """THE response hooks, in order (proxy/response/): usage first, which the others read."""
+    return [
+        UsageHook(metrics, settings.upstream.max_sse_event_bytes),
+        HeadersHook(settings.tenancy.shows_backend()),
+        TimingHook(metrics),
+        FeedbackHook(feedback),
+    ]
+
+
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
                    tenant: TenantStage) -> Forwarder:  # fmt: skip
-    return Forwarder(pool, router, transport, settings.timeouts, pipeline, metrics, feedback,
-                     Admission(settings.limits, metrics), tenant.authenticate,
-                     settings.max_body_bytes, log_prompts=settings.log_prompts,
-                     upstream=settings.upstream,
-                     show_backend=settings.tenancy.shows_backend())  # fmt: skip
+    response = ResponsePath(transport, settings.timeouts, metrics, settings.upstream,
+                            make_hooks(settings, metrics, feedback))  # fmt: skip
+    return Forwarder(pool, router, pipeline, response, Admission(settings.limits, metrics),
+                     tenant.authenticate, settings.max_body_bytes,
+                     log_prompts=settings.log_prompts)  # fmt: skip
 
 
 def build(

@@ -8,8 +8,8 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     segmentation      segment stage            compress, canonicalize
     prefix_key        canonicalize stage       router (affinity), feedback (registry)
     replay            canonicalize stage       feedback (warm-up replay body)
-    usage_added       usage stage              forward (strip the usage chunk again)
-    response_headers  every stage              forward (x-ragtrim-* on the reply)
+    usage_added       usage stage              usage hook (strip the usage chunk again)
+    response_headers  every stage              headers hook (x-ragtrim-* on the reply)
 
 The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """

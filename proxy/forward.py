@@ -1,5 +1,6 @@
-"""Forwarding one request, as a straight line: read → parse → stages → rank →
-exchange → respond → feed back. Pure ASGI: no framework Request object on the hot path.
+"""Forwarding one request, as a straight line: read → parse → stages → rank → the
+response path (proxy/response/: exchange, relay, response hooks), one call. Pure
+ASGI: no framework Request object on the hot path.
 
 The pass-through routes (the table in proxy/http/routes.py) take the same path with
 route "other": no parsing, no stages. The upstream path is the table's, never the
@@ -9,34 +10,26 @@ admission: an unauthenticated or stalled client holds no admission slot (issue 2
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from starlette.types import Receive, Scope, Send
 
 from proxy.admission import Admission
 from proxy.context import RequestContext
-from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError, ShuttingDown, UpstreamError
-from proxy.feedback import Feedback
-from proxy.metrics import Metrics
+from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError
 from proxy.pipeline import Pipeline, describe_error
 from proxy.protocol import parse_body
-from proxy.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
+from proxy.relay import ClientDisconnected, Reply
+from proxy.response.path import ResponsePath
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router
-from proxy.settings import TimeoutSettings, UpstreamSettings
-from proxy.upstream.exchange import Exchange
-from proxy.upstream.headers import RawHeaders, upstream_request_headers
-from proxy.upstream.transport import Transport
-from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
+from proxy.upstream.headers import upstream_request_headers
 
 log = logging.getLogger("ragtrim.forward")
-Result = tuple[UpstreamError | None, dict[str, Any] | None]
 
 
 async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
@@ -60,17 +53,12 @@ async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes
 class Forwarder:
     pool: EndpointPool
     router: Router
-    transport: Transport
-    timeouts: TimeoutSettings
     pipeline: Pipeline
-    metrics: Metrics
-    feedback: Feedback
+    response: ResponsePath  # everything after ranking (proxy/response/)
     admission: Admission
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
     log_prompts: bool = False
-    upstream: UpstreamSettings = field(default_factory=UpstreamSettings)  # response caps
-    show_backend: bool = True  # x-ragtrim-backend on responses
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip
@@ -109,81 +97,11 @@ class Forwarder:
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply, path: str) -> None:  # fmt: skip
-        other = ctx.route == "other"
         ranked = self.admission.with_room(self.router.rank(ctx, self.pool.endpoints))
-        tap = None if other else UsageTap(ctx.usage_added, self.upstream.max_sse_event_bytes)
-        path = _with_query(path, scope.get("query_string") or b"") if other else path
+        if ctx.route == "other":
+            path = _with_query(path, scope.get("query_string") or b"")
         headers = upstream_request_headers(scope["headers"], scope.get("client"))
-        ex = Exchange(self.transport, self.timeouts, self.metrics, scope["method"], path,
-                      ctx.upstream_body(), headers)  # fmt: skip
-        error: BaseException | None = None
-        try:
-            work = self._exchange(ctx, ex, ranked, reply, tap)
-            error, usage = await race_disconnect(receive, work)
-        except ClientDisconnected as exc:
-            error = exc
-            phase = "mid_stream" if reply.started else "before_first_byte"
-            self.metrics.client_disconnects.labels(phase).inc()
-            raise
-        except asyncio.CancelledError as exc:  # the server stopping at its drain deadline
-            error = exc
-            if not reply.started:
-                raise
-            await reply.error(ShuttingDown("ragtrim is shutting down; stream cut"))
-            asyncio.current_task().uncancel()  # ended cleanly: nothing left to cancel
-            return
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            await ex.close(error)
-        if error is None and not other:
-            self._observe(ctx, ex, usage)
-
-    async def _exchange(self, ctx: RequestContext, ex: Exchange, ranked, reply: Reply,
-                        tap: UsageTap | None) -> Result:  # fmt: skip
-        await ex.open(ranked)
-        assert ex.response is not None and ex.endpoint is not None
-        ex.accept(None if tap is None else "sse" if ctx.stream else "json")  # else a 502
-        headers = self._headers(ctx, ex)
-        if ex.is_sse:
-            await reply.start(ex.response.status, headers)
-            error = await relay_stream(reply, ex.chunks(), tap, sse=True)
-            if tap is not None and tap.bad:
-                self.metrics.upstream_bad_usage.labels(ex.endpoint.url).inc(tap.bad)
-            return error, tap.usage if tap is not None else None
-        parts = await ex.read(self.upstream.max_response_bytes)
-        usage = None
-        if tap is not None and ex.response.status == 200:
-            raw, _ = usage_from_chunks(parts)
-            usage = sane_usage(raw)
-            if usage is None and raw is not None:  # ignored, counted: never a 500
-                self.metrics.upstream_bad_usage.labels(ex.endpoint.url).inc()
-        if usage is not None:
-            headers.append((b"x-ragtrim-cached-tokens", str(cached_tokens(usage)).encode()))
-        await reply.parts(ex.response.status, headers, parts)
-        return None, usage
-
-    def _headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
-        assert ex.response is not None and ex.endpoint is not None
-        out = list(ex.response.headers)
-        out.append((b"x-request-id", ctx.request_id.encode("latin-1")))
-        if self.show_backend:  # tenancy.backend_header: off by default with tenants
-            out.append((b"x-ragtrim-backend", ex.endpoint.url.encode("latin-1")))
-        for name, value in ctx.response_headers.items():
-            out.append((name.encode("latin-1"), value.encode("latin-1")))
-        return out
-
-    def _observe(self, ctx: RequestContext, ex: Exchange, usage: dict[str, Any] | None) -> None:
-        assert ex.endpoint is not None
-        url = ex.endpoint.url
-        ttft_ms = ex.ttft_ms() if ctx.stream else None
-        if ttft_ms is not None:
-            self.metrics.upstream_ttft.labels(url).observe(ttft_ms / 1000)
-            tpot = ex.tpot_s(int((usage or {}).get("completion_tokens") or 0))
-            if tpot is not None:
-                self.metrics.upstream_tpot.labels(url).observe(tpot)
-        self.feedback.observe(ctx, url, usage, ttft_ms)
+        await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)
 
 
 def head_headers(scope: Scope) -> dict[str, str]:

@@ -6,8 +6,8 @@
 - `Reply` writes ASGI messages and remembers whether the response has started (after
   that, an error can only end the stream, never become a status code).
 - `relay_stream` forwards chunks as they arrive (no buffering, no re-serialising); an
-  upstream failure mid-stream ends an SSE stream with an error event instead of a
-  silent truncation.
+  upstream failure mid-stream is raised, and `Reply.error` ends the started SSE stream
+  with an error event instead of a silent truncation.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Protocol, TypeVar
 
 from starlette.types import Receive, Send
 
-from proxy.errors import ProxyError, UpstreamError
+from proxy.errors import ProxyError
 from proxy.upstream.headers import RawHeaders
 
 T = TypeVar("T")
@@ -104,18 +104,13 @@ class Reply:
 
 
 async def relay_stream(
-    reply: Reply, chunks: AsyncIterator[bytes], chunk_filter: ChunkFilter | None, sse: bool
-) -> UpstreamError | None:
-    """Relay every chunk; return the upstream failure that ended the stream, if any."""
-    try:
-        async for chunk in chunks:
-            if chunk_filter is not None:
-                chunk = chunk_filter(chunk)
-            if chunk:
-                await reply.body(chunk, True)
-    except UpstreamError as exc:
-        await reply.body(exc.sse_event() if sse else b"", False)
-        return exc
-    tail = chunk_filter.flush() if chunk_filter is not None else b""
-    await reply.body(tail, False)
-    return None
+    reply: Reply, chunks: AsyncIterator[bytes], chunk_filter: ChunkFilter | None
+) -> None:
+    """Relay every chunk as it arrives. A failure mid-stream is raised, like any
+    other: whoever answers it ends the stream with an error event (`Reply.error`)."""
+    async for chunk in chunks:
+        if chunk_filter is not None:
+            chunk = chunk_filter(chunk)
+        if chunk:
+            await reply.body(chunk, True)
+    await reply.body(chunk_filter.flush() if chunk_filter is not None else b"", False)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,12 +80,9 @@ class UsageTap:
         self.strip = strip
         self.usage: dict[str, Any] | None = None
         self.bad = 0  # usage chunks whose counts were not integers
-        self.first_chunk_at: float | None = None
         self._events = EventSplitter(max_event)
 
     def __call__(self, chunk: bytes) -> bytes:
-        if self.first_chunk_at is None:
-            self.first_chunk_at = time.perf_counter()
         if not self._events.pending and chunk.endswith(b"\n\n") and b'"usage"' not in chunk:
             return chunk  # the common case: whole events, nothing to read
         events = self._events.feed(chunk)

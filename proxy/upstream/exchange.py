@@ -1,4 +1,6 @@
 """One request's exchange with the backends, from the first send to the last byte.
+proxy/response/path.py drives it; the response hooks read it (backend, status, chunk
+times, usage), as mitmproxy's addons read a flow.
 
     ex = Exchange(transport, timeouts, metrics, method, path, body, headers)
     try:
@@ -20,7 +22,8 @@
   makes vLLM abort it.
 - Deadlines: `first_byte` until the response headers, `idle` between two chunks,
   `total` for the whole exchange.
-- Timestamps of the first and last body chunk give TTFT and TPOT for feedback.
+- Timestamps of the first and last body chunk give TTFT and TPOT (the response hooks,
+  proxy/response/hooks.py, read them; nothing else records a first chunk).
 - `accept` refuses answers ragtrim does not relay (answer.py: 5xx, 3xx, unknown
   statuses, a content type that does not match the request) as a 502, counted and
   logged; `read` holds a non-streamed body as its chunks, up to a cap (issue 23).
@@ -34,6 +37,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from proxy.errors import (
     LocalResourceError,
@@ -44,6 +48,7 @@ from proxy.errors import (
     UpstreamTooLarge,
 )  # fmt: skip
 from proxy.metrics import Metrics
+from proxy.relay import ChunkFilter
 from proxy.routing.endpoint import Endpoint
 from proxy.settings import TimeoutSettings
 from proxy.upstream.answer import Expect, refusal
@@ -66,6 +71,18 @@ class Exchange:
         self._slot: Endpoint | None = None  # whose in-flight count this exchange holds
         self.sent_at = self.first_chunk_at = self.last_chunk_at = 0.0
         self._complete = False
+        self.tap: ChunkFilter | None = None  # an SSE answer's filter (a response hook's)
+        self.usage: dict[str, Any] | None = None  # vLLM's usage, when sane (a hook's)
+
+    @property
+    def url(self) -> str:
+        assert self.endpoint is not None
+        return self.endpoint.url
+
+    @property
+    def status(self) -> int:
+        assert self.response is not None
+        return self.response.status
 
     @property
     def is_sse(self) -> bool:

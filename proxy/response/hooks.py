@@ -1,0 +1,99 @@
+"""The response hooks ragtrim ships: plain classes, each with the hook points it needs
+(the points are listed in proxy/response/__init__.py; the order of the list is
+`make_hooks` in proxy/components.py).
+
+- `UsageHook`: vLLM's usage, from the SSE stream (the usage tap, proxy/usage.py) or
+  from a whole JSON body, kept only when sane; `x-ragtrim-cached-tokens` on a JSON
+  answer; bad usage counted, never raised (issue 23).
+- `HeadersHook`: `x-request-id`, `x-ragtrim-backend` (off by default with tenants)
+  and the `x-ragtrim-*` values the stages set (`ctx.response_headers`).
+- `TimingHook`: a streamed answer's TTFT and TPOT per backend, from the exchange's
+  own chunk times (recorded once, in proxy/upstream/exchange.py).
+- `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
+  prefix registry (proxy/feedback.py).
+
+Pass-through routes (`route == "other"`) get the headers and nothing else: their
+bodies are not OpenAI completions, so there is no usage to read or learn from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.context import RequestContext
+from proxy.errors import UpstreamError
+from proxy.metrics import Metrics
+from proxy.upstream.exchange import Exchange
+from proxy.upstream.headers import RawHeaders
+from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
+
+
+class UsageHook:
+    def __init__(self, metrics: Metrics, max_event_bytes: int):
+        self.metrics = metrics
+        self.max_event_bytes = max_event_bytes
+
+    def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | None:
+        """The tap that reads (and, when ragtrim added it, strips) the usage chunk."""
+        if ctx.route == "other":
+            return None
+        return UsageTap(ctx.usage_added, self.max_event_bytes)
+
+    def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
+        if ctx.route == "other" or ex.status != 200:
+            return []
+        raw, _ = usage_from_chunks(parts)
+        ex.usage = sane_usage(raw)
+        if ex.usage is None:
+            if raw is not None:  # ignored, counted: never a 500
+                self.metrics.upstream_bad_usage.labels(ex.url).inc()
+            return []
+        return [(b"x-ragtrim-cached-tokens", str(cached_tokens(ex.usage)).encode())]
+
+    def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
+        """A stream's usage, once it is over: kept when it ended well; its bad usage
+        counted also when the backend failed after sending it."""
+        tap = ex.tap
+        if not isinstance(tap, UsageTap) or not (error is None or isinstance(error, UpstreamError)):
+            return
+        if tap.bad:
+            self.metrics.upstream_bad_usage.labels(ex.url).inc(tap.bad)
+        if error is None:
+            ex.usage = tap.usage
+
+
+class HeadersHook:
+    def __init__(self, show_backend: bool):
+        self.show_backend = show_backend  # tenancy.backend_header
+
+    def headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
+        out = [(b"x-request-id", ctx.request_id.encode("latin-1"))]
+        if self.show_backend:
+            out.append((b"x-ragtrim-backend", ex.url.encode("latin-1")))
+        for name, value in ctx.response_headers.items():
+            out.append((name.encode("latin-1"), value.encode("latin-1")))
+        return out
+
+
+class TimingHook:
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
+        ttft_ms = ex.ttft_ms()
+        if error is not None or ctx.route == "other" or not ctx.stream or ttft_ms is None:
+            return
+        self.metrics.upstream_ttft.labels(ex.url).observe(ttft_ms / 1000)
+        tpot = ex.tpot_s(int((ex.usage or {}).get("completion_tokens") or 0))
+        if tpot is not None:
+            self.metrics.upstream_tpot.labels(ex.url).observe(tpot)
+
+
+class FeedbackHook:
+    def __init__(self, feedback: Any):  # Feedback, or telemetry's ObservedFeedback around it
+        self.feedback = feedback
+
+    def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
+        if error is None and ctx.route != "other":
+            ttft_ms = ex.ttft_ms() if ctx.stream else None
+            self.feedback.observe(ctx, ex.url, ex.usage, ttft_ms)

@@ -1,0 +1,153 @@
+"""The response hooks, called directly: each point with a real Exchange whose backend
+answered (no transport, no app)."""
+
+import json
+
+import pytest
+
+from proxy.context import RequestContext
+from proxy.errors import UpstreamTimeout
+from proxy.metrics import Metrics
+from proxy.relay import ClientDisconnected
+from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
+from proxy.routing.endpoint import Endpoint
+from proxy.settings import TimeoutSettings
+from proxy.upstream.exchange import Exchange
+from proxy.usage import UsageTap
+
+URL = "http://a"
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+         "prompt_tokens_details": {"cached_tokens": 4}}  # fmt: skip
+
+
+class Answered:
+    status, headers = 200, [(b"content-type", b"application/json")]
+
+
+def ctx(stream=False, route="chat", usage_added=False) -> RequestContext:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    c = RequestContext("req-1", route, b"{}", body if route != "other" else {}, {})
+    c.usage_added = usage_added
+    return c
+
+
+def exchange(status=200) -> Exchange:
+    ex = Exchange(None, TimeoutSettings(), Metrics(), "POST", "/v1/chat/completions", b"", [])
+    ex.endpoint, ex.response = Endpoint(URL, healthy=True), Answered()
+    ex.response.status = status
+    return ex
+
+
+def count(metric, *labels) -> float:
+    return metric.labels(*labels)._value.get()
+
+
+def observed(histogram) -> list[float]:
+    return [s.value for m in histogram.collect() for s in m.samples if s.name.endswith("_sum")]
+
+
+def test_usage_from_a_json_body_sets_the_cached_tokens_header():
+    hook, ex = UsageHook(Metrics(), 1 << 20), exchange()
+    body = json.dumps({"choices": [], "usage": USAGE}).encode()
+    assert hook.body(ctx(), ex, [body[:20], body[20:]]) == [(b"x-ragtrim-cached-tokens", b"4")]
+    assert ex.usage == USAGE
+
+
+@pytest.mark.parametrize(("route", "status"), [("other", 200), ("chat", 429)])
+def test_no_usage_is_read_from_pass_through_or_error_answers(route, status):
+    hook, ex = UsageHook(Metrics(), 1 << 20), exchange(status)
+    assert hook.body(ctx(route=route), ex, [json.dumps({"usage": USAGE}).encode()]) == []
+    assert ex.usage is None
+
+
+def test_bad_usage_in_a_json_body_is_counted_and_adds_no_header():
+    metrics = Metrics()
+    hook, ex = UsageHook(metrics, 1 << 20), exchange()
+    assert hook.body(ctx(), ex, [b'{"usage": {"prompt_tokens": "lots"}}']) == []
+    assert ex.usage is None and count(metrics.upstream_bad_usage, URL) == 1
+
+
+def test_the_stream_tap_strips_only_what_ragtrim_added_and_none_on_pass_through():
+    hook, ex = UsageHook(Metrics(), 1 << 20), exchange()
+    assert hook.stream(ctx(stream=True, usage_added=True), ex).strip is True
+    assert hook.stream(ctx(stream=True), ex).strip is False
+    assert hook.stream(ctx(route="other"), ex) is None
+
+
+def _tapped(usage) -> UsageTap:
+    tap = UsageTap(strip=True)
+    tap(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+    return tap
+
+
+@pytest.mark.parametrize(
+    ("error", "kept", "bad"),
+    [(None, True, 1), (UpstreamTimeout("idle"), False, 1), (ClientDisconnected(), False, 0)],
+)
+def test_a_streams_usage_is_kept_when_it_ended_well_bad_usage_counted_on_backend_faults(
+    error, kept, bad
+):
+    metrics = Metrics()
+    hook, good, broken = UsageHook(metrics, 1 << 20), exchange(), exchange()
+    good.tap, broken.tap = _tapped(USAGE), _tapped({"prompt_tokens": -1})
+    hook.done(ctx(stream=True), good, error)
+    hook.done(ctx(stream=True), broken, error)
+    assert (good.usage == USAGE) is kept and broken.usage is None
+    assert count(metrics.upstream_bad_usage, URL) == bad
+
+
+def test_headers_name_the_request_the_backend_and_what_the_stages_set():
+    c = ctx()
+    c.response_headers["x-ragtrim-decision"] = "compressed"
+    assert HeadersHook(show_backend=True).headers(c, exchange()) == [
+        (b"x-request-id", b"req-1"), (b"x-ragtrim-backend", URL.encode()),
+        (b"x-ragtrim-decision", b"compressed"),
+    ]  # fmt: skip
+    assert (b"x-ragtrim-backend", URL.encode()) not in HeadersHook(False).headers(c, exchange())
+
+
+def _timed(first=1.25, last=1.65) -> Exchange:
+    ex = exchange()
+    ex.sent_at, ex.first_chunk_at, ex.last_chunk_at = 1.0, first, last
+    ex.usage = {"completion_tokens": 5}
+    return ex
+
+
+def test_ttft_and_tpot_of_a_stream_are_observed_per_backend():
+    metrics = Metrics()
+    TimingHook(metrics).done(ctx(stream=True), _timed(), None)
+    assert observed(metrics.upstream_ttft) == [pytest.approx(0.25)]
+    assert observed(metrics.upstream_tpot) == [pytest.approx(0.1)]  # 0.4 s over 4 tokens
+
+
+@pytest.mark.parametrize(("stream", "route", "error"), [
+    (False, "chat", None), (True, "other", None), (True, "chat", UpstreamTimeout("idle")),
+])  # fmt: skip
+def test_no_timing_without_a_stream_that_ended_well(stream, route, error):
+    metrics = Metrics()
+    TimingHook(metrics).done(ctx(stream=stream, route=route), _timed(), error)
+    assert observed(metrics.upstream_ttft) == [] and observed(metrics.upstream_tpot) == []
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def observe(self, ctx, url, usage, ttft_ms):
+        self.calls.append((url, usage, ttft_ms))
+
+
+def test_feedback_hears_the_backend_its_usage_and_a_streams_ttft():
+    feedback = Recorder()
+    hook = FeedbackHook(feedback)
+    hook.done(ctx(stream=True), _timed(), None)
+    hook.done(ctx(), _timed(), None)
+    assert feedback.calls == [(URL, {"completion_tokens": 5}, pytest.approx(250.0)),
+                              (URL, {"completion_tokens": 5}, None)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("route", "error"), [("other", None), ("chat", UpstreamTimeout("x"))])
+def test_feedback_hears_nothing_of_pass_through_or_failed_exchanges(route, error):
+    feedback = Recorder()
+    FeedbackHook(feedback).done(ctx(route=route), _timed(), error)
+    assert feedback.calls == []
