@@ -32,9 +32,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 
-from bench.common import ROOT, write_result
-from bench.compress_cost_lingua import MIN_AGREE, load_s_first_call, versus_reference
-from bench.squad import RagCase, build_cases, load_squad
+from bench.lib.common import ROOT, write_result
+from bench.lib.compress_cost_lingua import MIN_AGREE, load_s_first_call, versus_reference
+from bench.lib.squad import RagCase, build_cases, load_squad
 
 MODELS = ROOT / ".models"
 TARGET = MODELS / "smollm2-135m-instruct"

@@ -3,8 +3,8 @@
     server = start(".models/tiny-llama", port=8101, log_path=".run/vllm-8101.log")
     wait_healthy(server)   # raises VllmError with the log tail if vLLM died
     stop(server)           # server.base_url == "http://127.0.0.1:8101" in between
-    python deploy/local/vllm_server.py start --model DIR --port P --log F [--pid-file F]
-    python deploy/local/vllm_server.py stop --pid-file F
+    python -m deploy.local.vllm_server start --model DIR --port P --log F [--pid-file F]
+    python -m deploy.local.vllm_server stop --pid-file F
 
 vLLM runs from its own venv (``.venv-vllm``, built by setup_vllm.sh) in its own process
 group, bound to 127.0.0.1, with the prefix cache on and cached-token counts in ``usage``.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench import fidelity
-from bench.fidelity_report import fail, request_path, sentences_verbatim, verbatim
-from bench.squad import RagCase
+from bench.lib.fidelity_report import fail, request_path, sentences_verbatim, verbatim
+from bench.lib.squad import RagCase
 from compressors.sentences import render_kept, split_sentences
 
 SOURCE = "Work began on 3 May 1920. It cost $4.5 million! The bridge opened in 1932."
@@ -72,7 +72,7 @@ def test_request_path_bar_per_kind():
 
 
 def test_adaptive_rows_judged_at_4x():
-    from bench.fidelity_report import adaptive_verdict
+    from bench.lib.fidelity_report import adaptive_verdict
 
     def row(kind, retention, ratio):
         return {**_row(kind, retention, ratio), "budget": "adaptive", "target_ratio": 0}

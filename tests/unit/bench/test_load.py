@@ -7,12 +7,11 @@ import asyncio
 import random
 import statistics
 
-from sched_sim import Scheduler, SchedVllm, StepLaw
-
-from bench.load_report import crossing, headline, held
-from bench.load_run import Row, closed_loop, level_figures, open_loop
-from bench.load_workload import Arrival, draw, poisson, question_variants, reuse_share
-from bench.squad import RagCase
+from bench.lib.load_report import crossing, headline, held
+from bench.lib.load_run import Row, closed_loop, level_figures, open_loop
+from bench.lib.load_workload import Arrival, draw, poisson, question_variants, reuse_share
+from bench.lib.squad import RagCase
+from tests.doubles.sched_sim import Scheduler, SchedVllm, StepLaw
 from tests.support.servers import serving
 
 

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from bench.reuse_workload import ReuseDraw
+from bench.lib.reuse_workload import ReuseDraw
 from compressors.tokens import ApproxTokenCounter
 
 

@@ -3,7 +3,7 @@ anything partial without an error event is lost (the soak could not fail otherwi
 
 import orjson
 
-from bench.soak import CHUNKS, classify
+from bench.lib.outcome import CHUNKS, classify
 
 
 def sse(*events) -> bytes:

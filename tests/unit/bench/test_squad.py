@@ -1,4 +1,4 @@
-"""bench/squad.py and bench/squad_render.py: SQuAD RAG cases, their renderers and the
+"""bench/lib/squad.py and bench/lib/squad_render.py: SQuAD RAG cases, their renderers and the
 answer check."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
-from bench.squad import (
+from bench.lib.squad import (
     RagCase,
     answer_retained,
     build_cases,
@@ -16,7 +16,7 @@ from bench.squad import (
     normalize_answer,
     usable,
 )
-from bench.squad_render import RENDERERS, render_langchain, render_llamaindex
+from bench.lib.squad_render import RENDERERS, render_langchain, render_llamaindex
 from compressors.tokens import ApproxTokenCounter
 from proxy.prompt.segment import apply_chat
 from tests.unit.proxy.prompt.segment.support import segment_chat

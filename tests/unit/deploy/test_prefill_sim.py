@@ -5,10 +5,10 @@ import time
 
 import httpx
 import pytest
-from prefill_sim import PrefillSim, PrefixCache
-from stub_vllm import StubVllm
 
 from proxy.backend_metrics import parse_totals, sample_between
+from tests.doubles.prefill_sim import PrefillSim, PrefixCache
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 
 

@@ -5,9 +5,9 @@ import asyncio
 import time
 
 import httpx
-from sched_sim import PRESETS, Scheduler, SchedVllm, Seq, StepLaw
 
 from proxy.backend_metrics import parse_gauges, parse_totals
+from tests.doubles.sched_sim import PRESETS, Scheduler, SchedVllm, Seq, StepLaw
 from tests.support.servers import serving
 
 LAW = StepLaw(per_prefill_token_ms=0.01, base_ms=1.0, per_seq_ms=0.1,

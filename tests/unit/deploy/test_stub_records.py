@@ -2,8 +2,8 @@
 client's tag, the cache_salt as the backend received it, the characters per message."""
 
 import httpx
-from stub_vllm import StubVllm
 
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 
 

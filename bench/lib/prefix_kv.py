@@ -20,8 +20,9 @@ from unittest import mock
 
 import httpx
 
-from bench.common import ROOT, free_port
-from bench.vllm_pair import MODEL_DIR, SERVED, bind_env, cache_args, vllm_module
+from bench.lib.common import ROOT, free_port
+from bench.lib.vllm_pair import MODEL_DIR, SERVED, bind_env, cache_args
+from deploy.local import vllm_server
 from proxy.routing.kv.events import BlockStored
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
 
@@ -51,16 +52,15 @@ class Replica:
 def kv_replicas(
     n: int, kv_blocks: int | None, bind: bool = True, timeout: float = 400
 ) -> Iterator[list[Replica]]:
-    """bench.vllm_pair.replicas with KV events on; always stopped by PID."""
-    vs = vllm_module()
+    """bench.lib.vllm_pair.replicas with KV events on; always stopped by PID."""
     out: list[Replica] = []
     try:
         for i in range(n):
             port, pub, replay = free_port(), free_port(), free_port()
             log = ROOT / ".run" / "bench" / f"vllm-{port}.log"
-            args = [*cache_args(kv_blocks), *vs.kv_events_args(pub, replay)]
+            args = [*cache_args(kv_blocks), *vllm_server.kv_events_args(pub, replay)]
             with mock.patch.dict(os.environ, bind_env(i, bind)):
-                server = vs.start(
+                server = vllm_server.start(
                     MODEL_DIR,
                     port=port,
                     log_path=log,
@@ -70,11 +70,11 @@ def kv_replicas(
                 )
             out.append(Replica(server, pub, replay))
         for rep in out:
-            vs.wait_healthy(rep.server, timeout=timeout)
+            vllm_server.wait_healthy(rep.server, timeout=timeout)
         yield out
     finally:
         for rep in out:
-            vs.stop(rep.server)
+            vllm_server.stop(rep.server)
 
 
 def kv_env(replicas: list[Replica]) -> dict[str, str]:

@@ -2,8 +2,8 @@
 server and client stack (uvicorn + httptools + uvloop, one aiohttp ClientSession),
 doing nothing but relay: body in, one upstream request, chunks back.
 
-Run: python -m bench.floor_app --port 8081 --backend http://127.0.0.1:8199
- or: FLOOR_BACKEND=... granian --interface asgi --factory bench.floor_app:from_env
+Run: python -m bench.lib.floor_app --port 8081 --backend http://127.0.0.1:8199
+ or: FLOOR_BACKEND=... granian --interface asgi --factory bench.lib.floor_app:from_env
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Floor:
 
 
 def from_env() -> Floor:
-    """Factory for other servers (granian --factory bench.floor_app:from_env)."""
+    """Factory for other servers (granian --factory bench.lib.floor_app:from_env)."""
     return Floor(os.environ["FLOOR_BACKEND"])
 
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 import random
 from concurrent.futures import ThreadPoolExecutor
 
-from bench import ttft
-from bench.squad import RagCase, load_squad, usable
-from bench.stream import stream_chat
+from bench.lib.squad import RagCase, load_squad, usable
+from bench.lib.stream import stream_chat
+from bench.lib.ttft_cells import documents_of, request, summarize_path
 
 CORPUS = 2000
 ZIPF_S = 1.1
@@ -80,7 +80,7 @@ class ReuseDraw:
 
 def warm_up(client, proxy: str, draw: ReuseDraw, n: int = WARMUP) -> None:
     for _ in range(n):
-        docs, _ = ttft.documents_of(draw.request())
+        docs, _ = documents_of(draw.request())
         resp = client.post(f"{proxy}/v1/compress", json={"documents": docs}, timeout=300)
         resp.raise_for_status()
 
@@ -98,12 +98,12 @@ def run_reuse_cells(client, urls: dict, draw: ReuseDraw, per_cell: int, model: s
                 for path in PATHS:
                     url = urls[path]
                     timings = pool.map(
-                        lambda c, p=path, u=url: stream_chat(client, u, ttft.request(c, p, model)),
+                        lambda c, p=path, u=url: stream_chat(client, u, request(c, p, model)),
                         batch,
                     )
                     rows[path] += list(zip(timings, batch, strict=True))
-        cell = {"direct": ttft.summarize_path(rows["direct"], None),
-                "reuse": ttft.summarize_path(rows["reuse"], rows["direct"]),
+        cell = {"direct": summarize_path(rows["direct"], None),
+                "reuse": summarize_path(rows["reuse"], rows["direct"]),
                 "context_tokens": [MIN_TOKENS, None], "concurrency": concurrency}  # fmt: skip
         seen = [t.headers.get("x-ragtrim-features-seen", "") for t, _ in rows["reuse"]]
         cell["reuse"]["features_seen"] = seen

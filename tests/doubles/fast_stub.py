@@ -6,7 +6,7 @@ stub's own cost must be small and identical for every path.
                                body has "stream": true
     GET  /v1/models, /health   a model list (ragtrim's health check)
 
-Run: python -m bench.fast_stub --port 8199
+Run: python -m tests.doubles.fast_stub --port 8199
 """
 
 from __future__ import annotations

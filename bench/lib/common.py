@@ -12,7 +12,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
+from proxy.settings import CompressionSettings
+
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
 
 
@@ -80,3 +82,8 @@ def write_result(name: str, payload: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def default_compressor() -> str:
+    """What a user gets: the compressor ragtrim runs by default."""
+    return CompressionSettings.model_fields["compressor"].default

@@ -32,10 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from bench.common import free_port, percentile, spawn_ragtrim, stop
-from bench.prefix_kv import kv_env, kv_proxy_figures, kv_replicas
-from bench.prefix_workload import OBJECTS, SUBJECTS, VERBS, system_prompt
-from bench.vllm_pair import BLOCK, MODEL_DIR, SERVED, one_request
+from bench.lib.common import free_port, percentile, spawn_ragtrim, stop
+from bench.lib.prefix_kv import kv_env, kv_proxy_figures, kv_replicas
+from bench.lib.prefix_workload import OBJECTS, SUBJECTS, VERBS, system_prompt
+from bench.lib.vllm_pair import BLOCK, MODEL_DIR, SERVED, one_request
 from proxy.chat_tokens import ChatTokenizer
 
 MODES = ("roundrobin", "rendezvous", "kv")

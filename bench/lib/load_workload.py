@@ -5,7 +5,7 @@ Reuse mix: retrieval over a corpus is skewed — a few passages are retrieved fo
 queries (RAGCache, Jin et al. 2024, arXiv 2404.12457: the top 3 % of Wikipedia
 passages take ~60 % of retrievals for MMLU/Natural Questions). Each level draws its
 requests from its own pool of topics (a SQuAD gold paragraph with its distractors,
-bench/squad.py), sized in proportion to its request count (so the reuse share barely
+bench/lib/squad.py), sized in proportion to its request count (so the reuse share barely
 moves with the load), topic k with probability
 ∝ 1/(k+1)^`zipf`; a topic drawn again is, half the time, the same question asked
 again (an FAQ: the same request) and otherwise another of the gold paragraph's SQuAD
@@ -17,7 +17,7 @@ same arrival times and the same requests (each path its own `cache_salt`).
 
 Sizes are approximate token counts (compressors/tokens.py; with a tokenizer, building
 ~500 cases takes minutes). Rendering: half LlamaIndex's text_qa chat template, half
-LangChain's stuff prompt (bench/squad_render.py), chosen per topic.
+LangChain's stuff prompt (bench/lib/squad_render.py), chosen per topic.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from bench.squad import RagCase, answer_retained, build_cases, load_squad
-from bench.squad_render import render_langchain, render_llamaindex
+from bench.lib.squad import RagCase, answer_retained, build_cases, load_squad
+from bench.lib.squad_render import render_langchain, render_llamaindex
 from compressors.tokens import ApproxTokenCounter
 
 

@@ -3,9 +3,9 @@ tokens, with one worker process and with `--workers 2`.
 
 Every request's documents are new (a unique tag appended to each), so each one is a
 cold compression: the memo and any per-document cache miss, the worst case. ragtrim
-runs `policy=always` in front of an instant stub (deploy/local/stub_vllm.py), so its
+runs `policy=always` in front of an instant stub (tests/doubles/stub_vllm.py), so its
 CPU is the only limit; 8 requests in flight (closed loop). One worker: ragtrim on one
-core, the stub and this load generator on the other (bench/load_backends.py); two
+core, the stub and this load generator on the other (bench/lib/load_backends.py); two
 workers: the processes share both cores (the generator and the stub take some of
 them: a lower bound). The k8s manifests size ragtrim's CPU request from this figure.
 """
@@ -16,11 +16,11 @@ import asyncio
 import sys
 from dataclasses import replace
 
-from bench import load_backends as lb
-from bench.common import free_port, spawn
-from bench.load_run import closed_loop
-from bench.squad import build_cases
-from bench.squad_render import render_llamaindex
+from bench.lib import load_backends as lb
+from bench.lib.common import free_port, spawn
+from bench.lib.load_run import closed_loop
+from bench.lib.squad import build_cases
+from bench.lib.squad_render import render_llamaindex
 
 SIZES = {"1k": (900, 1100), "4k": (3600, 4400)}
 REQUESTS = {"1k": 160, "4k": 50}  # per worker process
@@ -69,13 +69,13 @@ def compress_capacity(compressor: str, rate: float, seed: int = 23) -> dict:
              for size, (lo, hi) in SIZES.items()}  # fmt: skip
     port = free_port()
     with lb.pinned(placement[0] if placement else None):
-        stub = spawn([sys.executable, "deploy/local/stub_vllm.py", "--port", str(port)],
+        stub = spawn([sys.executable, "-m", "tests.doubles.stub_vllm", "--port", str(port)],
                      f"http://127.0.0.1:{port}/health")  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
         by_workers = {f"workers_{w}": measure(url, w, compressor, rate, cases) for w in (1, 2)}
     finally:
-        from bench.common import stop
+        from bench.lib.common import stop
 
         stop(stub)
     result = {f"{size}_workers_{w}": by_workers[f"workers_{w}"][size]

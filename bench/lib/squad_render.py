@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import MappingProxyType
 
-from bench.squad import RagCase
+from bench.lib.squad import RagCase
 
 # -- framework default templates (copied from the frameworks, not from compressors/) ---
 

@@ -38,7 +38,7 @@ Parameters (`PRESETS`), bf16 weights, derivations from public figures:
   the OpenAI server on an H100 (vllm/engine/arg_utils.py,
   `get_batch_defaults`); 16-token KV blocks (GPU).
 
-Run: python deploy/local/sched_sim.py --port 8199 --preset 8b-h100 [--per-token-ms X]
+Run: python -m tests.doubles.sched_sim --port 8199 --preset 8b-h100 [--per-token-ms X]
          [--tokenizer DIR] [--model NAME] [--budget TOKENS]
 """
 
@@ -51,8 +51,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from prefill_sim import HFTokenizer, PrefixCache, WordTokenizer, render_chat
-from stub_vllm import StubVllm
+from tests.doubles.prefill_sim import HFTokenizer, PrefixCache, WordTokenizer, render_chat
+from tests.doubles.stub_vllm import StubVllm
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from bench.common import percentile
+from bench.lib.common import percentile
 
 
 @dataclass

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from bench.squad import RagCase
+from bench.lib.squad import RagCase
 
 MIN_AGREE = 0.99
 WARMUP_DOC = "The warm-up paragraph loads the model. It is not part of the measured set."

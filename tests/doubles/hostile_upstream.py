@@ -7,7 +7,7 @@ A completion picks its misbehaviour with an extra body field, forwarded by ragtr
 unchanged: `"hostile": "<mode>"` (MODES below; "ok" answers like vLLM would).
 Streamed modes send their events `"gap"` seconds apart (default 0.2 s).
 
-Used by bench.abuse (a subprocess: `python -m bench.hostile_upstream --port N`) and
+Used by bench.abuse (a subprocess: `python -m tests.doubles.hostile_upstream --port N`) and
 by ragtrim's unit tests (in a thread: `HostileUpstream().start()`).
 """
 

@@ -8,8 +8,8 @@ import statistics
 
 import httpx
 
-from bench.load_workload import messages
-from bench.squad import answer_retained
+from bench.lib.load_workload import messages
+from bench.lib.squad import answer_retained
 from proxy.prompt.segment import Segmenter
 
 ERROR_LEVELS_UP_TO = 1.5  # "errors: 0 at every level up to 1.5x direct's capacity"

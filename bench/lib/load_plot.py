@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.common import RESULTS
+from bench.lib.common import RESULTS
 
 
 def plot(by_backend: dict, name: str) -> None:
