@@ -1,5 +1,6 @@
-"""bench.soak's verdicts: a complete answer is ok, a clean error is an error, and
-anything partial without an error event is lost (the soak could not fail otherwise)."""
+"""bench/lib/outcome.py, the verdicts of bench.soak and bench.abuse: a complete answer
+is ok, a clean error is an error, and anything partial without an error event is lost
+(the soak could not fail otherwise)."""
 
 import orjson
 
