@@ -3,7 +3,7 @@
 The headline is the regime where routing matters, cache pressure: more distinct static
 prefixes than one replica's KV cache holds. Each replica's cache
 (--num-gpu-blocks-override) holds --pressure (0.65) of a prompt set's cacheable blocks
-besides what the requests in flight hold (bench/prefix_workload.pressure_blocks): a
+besides what the requests in flight hold (bench/lib/prefix_workload.pressure_blocks): a
 fleet serving a few dozen system prompts (tenants, assistants, tools) meets this as soon
 as the prompts outgrow one replica. Round-robin sends every prompt to both replicas,
 so each must cache the whole set and evicts; affinity gives each replica about half

