@@ -30,11 +30,11 @@ setup-tools:
 	@deploy/k8s/setup_tools.sh .venv-tools
 
 models: setup-ragtrim
-	@$(PY) deploy/local/build_tiny_llama.py --out $(MODELS)/tiny-llama
-	@$(PY) deploy/local/build_smollm2.py --out $(MODELS)/smollm2-135m-instruct
-	@$(PY) deploy/local/build_lingua_standin.py --out $(MODELS)/lingua2-standin-bert-base-multilingual-cased
-	@$(PY) deploy/local/build_lingua_standin.py --encoder-from minilm --out $(MODELS)/lingua2-standin-minilm-bert-base-multilingual-cased
-	@$(PY) deploy/local/build_static_minilm.py
+	@$(PY) -m deploy.local.build_tiny_llama --out $(MODELS)/tiny-llama
+	@$(PY) -m deploy.local.build_smollm2 --out $(MODELS)/smollm2-135m-instruct
+	@$(PY) -m deploy.local.build_lingua_standin --out $(MODELS)/lingua2-standin-bert-base-multilingual-cased
+	@$(PY) -m deploy.local.build_lingua_standin --encoder-from minilm --out $(MODELS)/lingua2-standin-minilm-bert-base-multilingual-cased
+	@$(PY) -m deploy.local.build_static_minilm
 	@$(PY) -c "from compressors.offline import ensure_tiktoken_cache as e; e('$(TIKTOKEN_CACHE_DIR)')"
 
 lint:
@@ -69,7 +69,7 @@ run: setup
 	@deploy/local/run.sh $(PORT) $(VLLM_PORT)
 
 stop:
-	-@$(PY) deploy/local/vllm_server.py stop --pid-file $(RUN_DIR)/vllm.pid
+	-@$(PY) -m deploy.local.vllm_server stop --pid-file $(RUN_DIR)/vllm.pid
 
 BENCHES := overhead overhead_paired compress_cost fidelity prefix_routing ttft ttft_sim load soak abuse
 

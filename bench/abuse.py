@@ -3,11 +3,11 @@ and its context while ragtrim is abused alongside it (issue 23).
 
 ragtrim (`python -m proxy serve`, tenancy on: two API keys, a salt secret; compression
 always on, the default compressor; max_in_flight 16) in front of two stub replicas
-(deploy/local/stub_vllm.py) and a hostile upstream (bench/hostile_upstream.py, its own
+(tests/doubles/stub_vllm.py) and a hostile upstream (tests/doubles/hostile_upstream.py, its own
 model name, so only hostile requests reach it). Normal traffic: an open loop of RAG
 requests (`--rate` per second, half streamed, both tenants). Two phases of `--seconds`
 each, in the same run: clean (normal traffic alone), then hostile (the same traffic,
-with bench/abuse_hostile.py's loops beside it): slow heads and slow key-less bodies
+with bench/lib/abuse_hostile.py's loops beside it): slow heads and slow key-less bodies
 (a byte a second), heads of 2,000 1 KB headers, CPU-bomb documents (a 2 MB prompt
 naming 20,000 absent documents; 20,000 `{`), path tricks (alpha's key, beta's salt,
 `/v1/x/../chat/completions` and friends), CJK/Japanese/base64/URL documents, and every
@@ -37,8 +37,8 @@ from pathlib import Path
 import aiohttp
 import httpx
 
-from bench import abuse_hostile as hostile
-from bench.abuse_traffic import (
+from bench.lib import abuse_hostile as hostile
+from bench.lib.abuse_traffic import (
     HOSTILE_MODEL,
     KEY_OF,
     KEYS,
@@ -46,11 +46,11 @@ from bench.abuse_traffic import (
     normal_traffic,
     probe_healthz,
 )  # fmt: skip
-from bench.common import ROOT, free_port, percentile, spawn, stop, write_result
-from bench.procs import _children
+from bench.lib.common import free_port, percentile, spawn, stop, write_result
+from bench.lib.procs import _children
 from proxy.stages.tenant import tenant_salt
 
-STUB = str(ROOT / "deploy" / "local" / "stub_vllm.py")
+STUB = ["-m", "tests.doubles.stub_vllm"]
 SECRET = "abuse-bench-salt-secret-0123456789"
 TARGETS = {"normal_p99_ratio": 2.0, "lost": 0, "cross_tenant": 0, "rss_growth_mb": 256,
            "emptied_contexts": 0}  # fmt: skip
@@ -178,9 +178,9 @@ def run(args) -> dict:
     procs = []
     try:
         for p in stub_ports:
-            procs.append(spawn([sys.executable, STUB, "--port", str(p)],
+            procs.append(spawn([sys.executable, *STUB, "--port", str(p)],
                                f"http://127.0.0.1:{p}/health"))  # fmt: skip
-        procs.append(spawn([sys.executable, "-m", "bench.hostile_upstream", "--port",
+        procs.append(spawn([sys.executable, "-m", "tests.doubles.hostile_upstream", "--port",
                             str(hostile_port), "--model", HOSTILE_MODEL],
                            f"http://127.0.0.1:{hostile_port}/v1/models"))  # fmt: skip
         stub_urls = [f"http://127.0.0.1:{p}" for p in stub_ports]

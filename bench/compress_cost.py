@@ -3,7 +3,7 @@ through the proxy's CompressionEngine; LLMLingua-2 ours vs llmlingua's compress_
 
     .venv/bin/python -m bench.compress_cost [--tokens 6000] [--reps 3] [--threads 1] [--out NAME]
 
-Documents: whole seeded SQuAD RAG cases (bench.squad) up to `--tokens` SmolLM2 tokens;
+Documents: whole seeded SQuAD RAG cases (bench.lib.squad) up to `--tokens` SmolLM2 tokens;
 LongLLMLingua (slow) gets one smaller case. Models load before timing (load_s: a first
 call on a warm-up text). Costs are CPU time of the whole process (time.process_time:
 event loop, memo, worker thread, token counting, everything) with torch on `--threads`
@@ -32,9 +32,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import version
 
-from bench.common import ROOT, write_result
-from bench.compress_cost_lingua import MIN_AGREE, load_s_first_call, versus_reference
-from bench.squad import RagCase, build_cases, load_squad
+from bench.lib.common import ROOT, write_result
+from bench.lib.compress_cost_lingua import MIN_AGREE, load_s_first_call, versus_reference
+from bench.lib.squad import RagCase, build_cases, load_squad
 
 MODELS = ROOT / ".models"
 TARGET = MODELS / "smollm2-135m-instruct"

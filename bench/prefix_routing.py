@@ -3,7 +3,7 @@
 The headline is the regime where routing matters, cache pressure: more distinct static
 prefixes than one replica's KV cache holds. Each replica's cache
 (--num-gpu-blocks-override) holds --pressure (0.65) of a prompt set's cacheable blocks
-besides what the requests in flight hold (bench/prefix_workload.pressure_blocks): a
+besides what the requests in flight hold (bench/lib/prefix_workload.pressure_blocks): a
 fleet serving a few dozen system prompts (tenants, assistants, tools) meets this as soon
 as the prompts outgrow one replica. Round-robin sends every prompt to both replicas,
 so each must cache the whole set and evicts; affinity gives each replica about half
@@ -41,9 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from bench import one_application
-from bench.common import RESULTS, free_port, spawn_ragtrim, stop, write_result
-from bench.prefix_kv import (
+from bench.lib import one_application
+from bench.lib.common import RESULTS, free_port, spawn_ragtrim, stop, write_result
+from bench.lib.prefix_kv import (
     KV_TARGETS,
     kv_env,
     kv_proxy_figures,
@@ -51,7 +51,7 @@ from bench.prefix_kv import (
     kv_replicas,
     kv_top_level,
 )
-from bench.prefix_workload import (
+from bench.lib.prefix_workload import (
     HIT_RATIO_DEFINITION,
     MODES,
     judge,
@@ -63,7 +63,7 @@ from bench.prefix_workload import (
     share_cached,
     summarize,
 )
-from bench.vllm_pair import BLOCK, one_request
+from bench.lib.vllm_pair import BLOCK, one_request
 
 POLICY = {"roundrobin": "roundrobin", "ragtrim": "affinity", "kv": "affinity"}  # kv: + events
 TARGETS = {  # (path in the result, comparison, bound); "ragtrim" is rendezvous affinity

@@ -1,7 +1,7 @@
 """bench.soak: no request is ever lost, hung or half-answered, whatever fails around it.
 
 ragtrim (`python -m proxy serve`, a subprocess) in front of three stub replicas
-(deploy/local/stub_vllm.py subprocesses) with a real redis-server of its own. An async
+(tests/doubles/stub_vllm.py subprocesses) with a real redis-server of its own. An async
 client sends `--requests` RAG requests at `--concurrency`, half of them streamed (the
 stub trickles chunks), while one replica is killed (SIGKILL) and restarted every
 `--kill-every` seconds and Redis is killed and restarted once, part way through.
@@ -36,15 +36,10 @@ from dataclasses import dataclass, field
 import aiohttp
 import orjson
 
-from bench.common import ROOT, free_port, percentile, spawn, stop, write_result
+from bench.lib.common import free_port, percentile, spawn, stop, write_result
+from bench.lib.outcome import CHUNKS, SYSTEM, classify
 
-STUB = str(ROOT / "deploy" / "local" / "stub_vllm.py")
-SYSTEM = (
-    "Use the following pieces of context to answer the user's question. \n"
-    "If you don't know the answer, just say that you don't know, don't try to make up an "
-    "answer.\n----------------\n"
-)
-CHUNKS = 8
+STUB = ["-m", "tests.doubles.stub_vllm"]
 JSON = {"content-type": "application/json"}
 
 
@@ -60,7 +55,7 @@ class Fleet:
     redis_restarts: int = 0
 
     def start_stub(self, port: int) -> None:
-        args = [sys.executable, STUB, "--port", str(port)]
+        args = [sys.executable, *STUB, "--port", str(port)]
         self.stubs[port] = spawn(args, f"http://127.0.0.1:{port}/health")
 
     def kill_stub(self, port: int, count: bool = True) -> None:
@@ -135,44 +130,6 @@ def request_body(i: int) -> dict:
     if body["stream"]:
         body["stub"] = {"chunks": CHUNKS, "chunk_delay": 0.01}
     return body
-
-
-def classify_error(status: int, raw: bytes) -> tuple[str, str]:
-    try:
-        error = orjson.loads(raw)["error"]
-        if isinstance(error["message"], str) and isinstance(error["type"], str):
-            return "error", f"{status}:{error.get('code') or error['type']}"
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        pass
-    return "lost", f"{status}:not_in_envelope"
-
-
-def classify_stream(raw: bytes) -> tuple[str, str]:
-    events = [e[6:] for e in raw.split(b"\n\n") if e.startswith(b"data: ")]
-    text = []
-    for event in events:
-        if event == b"[DONE]":
-            continue
-        data = orjson.loads(event)
-        if "error" in data:
-            return "error", f"stream:{data['error'].get('code') or data['error'].get('type')}"
-        text += [c.get("delta", {}).get("content", "") for c in data.get("choices", [])]
-    complete = "".join(text) == "".join(f"t{i} " for i in range(CHUNKS))
-    if events and events[-1] == b"[DONE]" and complete:
-        return "ok", "ok"
-    return "lost", "stream:partial_without_error"
-
-
-def classify(status: int, raw: bytes, stream: bool) -> tuple[str, str]:
-    if status != 200:
-        return classify_error(status, raw)
-    if stream:
-        return classify_stream(raw)
-    try:
-        answer = orjson.loads(raw)["choices"][0]["message"]["content"]
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        answer = None
-    return ("ok", "ok") if answer == "hello" else ("lost", "json:partial")
 
 
 async def one(session: aiohttp.ClientSession, url: str, i: int, deadline: float):

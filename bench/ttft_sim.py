@@ -1,6 +1,6 @@
 """bench.ttft's cells against a simulated GPU-speed vLLM: does compression still pay?
 
-The backend is deploy/local/stub_vllm.py with a prefill law (prefill_sim.py):
+The backend is tests/doubles/stub_vllm.py with a prefill law (prefill_sim.py):
 TTFT = 15 ms + per_token × uncached prompt tokens, with a vLLM-like prefix cache of
 16-token blocks, at 0.03 ms per token (an 8B model on one H100), 0.1 (a 70B on
 four) and 0.3 (a saturated replica). Same cases, pairing and paths as bench.ttft
@@ -25,28 +25,36 @@ import statistics
 import sys
 import time
 
-from bench import ttft
-from bench.common import free_port, spawn, spawn_ragtrim, stop, write_result
-from bench.reuse_workload import WARMUP, ReuseDraw, run_reuse_cells, warm_up
-from bench.squad import build_cases
-from bench.stream import stream_chat
+from bench.lib.common import default_compressor, free_port, spawn, spawn_ragtrim, stop, write_result
+from bench.lib.reuse_workload import WARMUP, ReuseDraw, run_reuse_cells, warm_up
+from bench.lib.squad import build_cases
+from bench.lib.stream import stream_chat
+from bench.lib.ttft_cells import (
+    MODEL_DIR,
+    SERVED,
+    bucket_cases,
+    headline,
+    measure,
+    median_of,
+    request,
+)
 
 BUCKETS = ((450, 650), (950, 1250), (1800, 2200), (2700, 3100), (3400, 3900))
 HEADLINE_MIN_TOKENS = 1800  # "2–4k-token contexts": the 1.8–2.2k bucket and above
 BASE_MS = 15.0
-TOKENIZER = ttft.MODEL_DIR  # SmolLM2's tokenizer (built by make setup)
+TOKENIZER = MODEL_DIR  # SmolLM2's tokenizer (built by make setup)
 
 
 def start_stub(per_token_ms: float):
     port = free_port()
-    args = [sys.executable, "deploy/local/stub_vllm.py", "--port", str(port),
-            "--model", ttft.SERVED, "--per-token-ms", str(per_token_ms),
+    args = [sys.executable, "-m", "tests.doubles.stub_vllm", "--port", str(port),
+            "--model", SERVED, "--per-token-ms", str(per_token_ms),
             "--base-ms", str(BASE_MS), "--tokenizer", str(TOKENIZER)]  # fmt: skip
     return spawn(args, f"http://127.0.0.1:{port}/health"), f"http://127.0.0.1:{port}"
 
 
 def measure_reuse(stub_url: str, proxy_url: str, priming, args) -> list:
-    """The reuse regime (bench/reuse_workload.py) after the cold and warm cells, on the
+    """The reuse regime (bench/lib/reuse_workload.py) after the cold and warm cells, on the
     same ragtrim (those cells' documents are other paragraphs: seeded apart)."""
     import httpx
 
@@ -56,14 +64,14 @@ def measure_reuse(stub_url: str, proxy_url: str, priming, args) -> list:
     urls = {"direct": stub_url, "reuse": proxy_url}
     with httpx.Client(timeout=600) as client:
         for case in priming:  # the reuse path's system prompt, uncompressed, under its salt
-            stream_chat(client, proxy_url, ttft.request(case, "reuse"),
+            stream_chat(client, proxy_url, request(case, "reuse"),
                         {"x-ragtrim-compress": "off"})  # fmt: skip
         warm_up(client, proxy_url, draw, args.reuse_warmup)
-        return run_reuse_cells(client, urls, draw, args.reuse_per_cell, ttft.SERVED)
+        return run_reuse_cells(client, urls, draw, args.reuse_per_cell, SERVED)
 
 
 def run_speed(per_token_ms: float, args) -> tuple[list, list]:
-    cases = ttft.bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
+    cases = bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
     priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
     stub_proc, stub_url = start_stub(per_token_ms)
     proxy = None
@@ -78,7 +86,7 @@ def run_speed(per_token_ms: float, args) -> tuple[list, list]:
         proxy = spawn_ragtrim([stub_url], port, env)
         proxy_url = f"http://127.0.0.1:{port}"
         urls = {"direct": stub_url, "cold": proxy_url, "warm": proxy_url}
-        cells = ttft.measure(urls, cases, priming, args) if args.buckets else []
+        cells = measure(urls, cases, priming, args) if args.buckets else []
         reuse = measure_reuse(stub_url, proxy_url, priming, args) if args.reuse_per_cell else []
         return cells, reuse
     finally:
@@ -89,12 +97,12 @@ def run_speed(per_token_ms: float, args) -> tuple[list, list]:
 
 def headline_ratio(cells: list, path: str) -> float | None:
     big = [c for c in cells if c["context_tokens"][0] >= HEADLINE_MIN_TOKENS]
-    return ttft.median_of(big, path) if big else None
+    return median_of(big, path) if big else None
 
 
 def summarize(by_speed: dict[str, list], args, wall_s: float, reuse: dict[str, list]) -> dict:
-    speeds = {k: ttft.headline(cells, args.rate) for k, cells in by_speed.items() if cells}
-    reuse_p50 = {k: ttft.median_of(c, "reuse") for k, c in reuse.items()}
+    speeds = {k: headline(cells, args.rate) for k, cells in by_speed.items() if cells}
+    reuse_p50 = {k: median_of(c, "reuse") for k, c in reuse.items()}
     worst = max([h["worst_ratio"] for h in speeds.values()]
                 + [c["reuse"]["ratio_p50"] for cells in reuse.values() for c in cells])  # fmt: skip
     return {
@@ -118,7 +126,7 @@ def summarize(by_speed: dict[str, list], args, wall_s: float, reuse: dict[str, l
             "worst_ratio": "max over every cell and speed of ratio_p50 (cold, warm, reuse)",
             "reuse_ratio_p50": "keyed by ms per token: median over the reuse cells (c=1, c=4) "
             "of the per-case median ragtrim/direct TTFT; Zipf-popular documents, each "
-            "question new, after a warm-up (bench/reuse_workload.py)",
+            "question new, after a warm-up (bench/lib/reuse_workload.py)",
         },
         "speeds": speeds,
         "wall_s": round(wall_s, 1),
@@ -127,7 +135,7 @@ def summarize(by_speed: dict[str, list], args, wall_s: float, reuse: dict[str, l
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compressor", default=ttft.default_compressor())
+    parser.add_argument("--compressor", default=default_compressor())
     parser.add_argument("--speeds", default="0.03,0.1,0.3", help="ms per uncached token")
     parser.add_argument("--per-cell", type=int, default=5, help="sequential cases per cell")
     parser.add_argument("--rate", type=float, default=0.33, help="share of context kept")

@@ -22,7 +22,7 @@ quality of what is kept. Do not benchmark compression quality with it.
 - llmlingua dispatches on the model path: it must contain `bert-base-multilingual-cased`
   (the default --out does).
 
-    python deploy/local/build_lingua_standin.py \
+    python -m deploy.local.build_lingua_standin \
         [--out .models/lingua2-standin-bert-base-multilingual-cased] [--seed 0]
 
 Writes config.json (architectures: BertForTokenClassification), model.safetensors,

@@ -6,7 +6,7 @@ transformers de-quantizes the GGUF but refuses save_pretrained on a GGUF-loaded 
 the model is rebuilt from its config without quantization_config and the state dict is
 loaded into it. The tokenizer keeps its chat template; it never adds a BOS token.
 
-    python deploy/local/build_smollm2.py --out .models/smollm2-135m-instruct
+    python -m deploy.local.build_smollm2 --out .models/smollm2-135m-instruct
 
 Needs torch, transformers and gguf: the ragtrim venv (.venv) has them. Skips when DIR is
 done; ends with a greedy generation from the saved folder as a check (--no-verify skips).

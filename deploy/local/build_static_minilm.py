@@ -6,7 +6,7 @@ recipe), ~16 MB, in ~10-30 s on two cores. The default --out is where the compre
 looks when no `model_path` is given (compressors.static_embed.default_static_path), so
 `make setup` and a plain `ragtrim serve` agree.
 
-    python deploy/local/build_static_minilm.py [--out DIR] [--dims 256] [--force]
+    python -m deploy.local.build_static_minilm [--out DIR] [--dims 256] [--force]
 
 Writes atomically (a half-built model is never seen at --out); skips when --out already
 holds a model distilled from the installed MiniLM (--force rebuilds).

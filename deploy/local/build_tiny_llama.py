@@ -5,7 +5,7 @@ library, with ChatML special tokens and a ChatML chat template in tokenizer_conf
 Weights are random (torch seed), saved as safetensors fp32. The output is the same for the
 same seed, Python and library versions. Nothing is downloaded.
 
-    python deploy/local/build_tiny_llama.py --out .models/tiny-llama [--seed 0]
+    python -m deploy.local.build_tiny_llama --out .models/tiny-llama [--seed 0]
 
 Runs with the ragtrim venv (.venv) or the vLLM venv (.venv-vllm); skips when DIR is done.
 """

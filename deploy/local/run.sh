@@ -8,9 +8,9 @@ mkdir -p .run
 model=smollm2-135m-instruct
 if [ -z "${RAGTRIM_BACKENDS:-}" ]; then
   echo "[run] starting vLLM ($model) on 127.0.0.1:$vllm_port — about a minute on CPU"
-  .venv/bin/python deploy/local/vllm_server.py start --model ".models/$model" \
+  .venv/bin/python -m deploy.local.vllm_server start --model ".models/$model" \
     --served-name "$model" --port "$vllm_port" --log .run/vllm.log --pid-file .run/vllm.pid
-  trap '.venv/bin/python deploy/local/vllm_server.py stop --pid-file .run/vllm.pid' EXIT
+  trap '.venv/bin/python -m deploy.local.vllm_server stop --pid-file .run/vllm.pid' EXIT
   export RAGTRIM_BACKENDS="http://127.0.0.1:$vllm_port"
 else
   model=$(curl -sf "${RAGTRIM_BACKENDS%%,*}/v1/models" | .venv/bin/python -c \

@@ -9,15 +9,14 @@
 # Venvs: RAGTRIM_VENV (.venv, builds the models), RAGTRIM_VLLM_VENV (.venv-vllm, runs vLLM).
 set -euo pipefail
 export HF_HUB_OFFLINE=1
-here=$(dirname "$0")
 run_dir=${RAGTRIM_RUN_DIR:-.run}
 venv=${RAGTRIM_VENV:-.venv}
 cmd=${1:-}
 shift || true
 
 build_models() {
-  "$venv/bin/python" "$here/build_tiny_llama.py" --out .models/tiny-llama
-  "$venv/bin/python" "$here/build_smollm2.py" --out .models/smollm2-135m-instruct
+  "$venv/bin/python" -m deploy.local.build_tiny_llama --out .models/tiny-llama
+  "$venv/bin/python" -m deploy.local.build_smollm2 --out .models/smollm2-135m-instruct
 }
 
 case "$cmd" in
@@ -32,15 +31,15 @@ case "$cmd" in
       echo "vLLM already running on 127.0.0.1:$port (pid $(cat "$run_dir/vllm-$port.pid"))"; exit 0
     fi
     if [ ! -f "$model/config.json" ] && [ "$model" = .models/tiny-llama ]; then
-      "$venv/bin/python" "$here/build_tiny_llama.py" --out "$model"
+      "$venv/bin/python" -m deploy.local.build_tiny_llama --out "$model"
     fi
-    python3 "$here/vllm_server.py" start --model "$model" --port "$port" \
+    python3 -m deploy.local.vllm_server start --model "$model" --port "$port" \
       --served-name "${VLLM_SERVED_NAME:-$(basename "$model")}" \
       --venv "${RAGTRIM_VLLM_VENV:-.venv-vllm}" \
       --log "$run_dir/vllm-$port.log" --pid-file "$run_dir/vllm-$port.pid"
     ;;
   stop)
-    python3 "$here/vllm_server.py" stop --pid-file "$run_dir/vllm-${1:-8101}.pid"
+    python3 -m deploy.local.vllm_server stop --pid-file "$run_dir/vllm-${1:-8101}.pid"
     ;;
   status)
     port=${1:-8101}

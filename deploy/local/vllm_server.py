@@ -3,8 +3,8 @@
     server = start(".models/tiny-llama", port=8101, log_path=".run/vllm-8101.log")
     wait_healthy(server)   # raises VllmError with the log tail if vLLM died
     stop(server)           # server.base_url == "http://127.0.0.1:8101" in between
-    python deploy/local/vllm_server.py start --model DIR --port P --log F [--pid-file F]
-    python deploy/local/vllm_server.py stop --pid-file F
+    python -m deploy.local.vllm_server start --model DIR --port P --log F [--pid-file F]
+    python -m deploy.local.vllm_server stop --pid-file F
 
 vLLM runs from its own venv (``.venv-vllm``, built by setup_vllm.sh) in its own process
 group, bound to 127.0.0.1, with the prefix cache on and cached-token counts in ``usage``.
@@ -132,24 +132,14 @@ def start(
     with open(log, "ab") as out:
         out.write(f"$ {' '.join(cmd)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **VLLM_ENV},
-            start_new_session=True,  # own process group: stop() signals the whole tree
-        )
+        # its own process group (start_new_session): stop() signals the whole tree
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env={**os.environ, **VLLM_ENV},
+                                start_new_session=True)  # fmt: skip
     pid_path.parent.mkdir(parents=True, exist_ok=True)
     pid_path.write_text(f"{proc.pid}\n")
-    return VllmServer(
-        pid=proc.pid,
-        port=port,
-        base_url=f"http://{HOST}:{port}",
-        log_path=log,
-        pid_file=pid_path,
-        model=served_name or str(model_dir),
-    )
+    return VllmServer(pid=proc.pid, port=port, base_url=f"http://{HOST}:{port}", log_path=log,
+                      pid_file=pid_path, model=served_name or str(model_dir))  # fmt: skip
 
 
 def is_running(pid: int) -> bool:
@@ -272,15 +262,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _cli_start(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    server = start(
-        args.model,
-        port=args.port,
-        venv=args.venv,
-        log_path=args.log,
-        served_name=args.served_name,
-        extra_args=args.extra,
-        pid_file=args.pid_file,
-    )
+    server = start(args.model, port=args.port, venv=args.venv, log_path=args.log,
+                   served_name=args.served_name, extra_args=args.extra,
+                   pid_file=args.pid_file)  # fmt: skip
     print(f"vLLM pid {server.pid} starting on {server.base_url} (log {server.log_path})")
     if args.no_wait:
         return 0

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from prefill_sim import PrefillSim
-from stub_vllm import StubVllm
 
 from proxy.app import create_app
 from proxy.settings import Settings
+from tests.doubles.prefill_sim import PrefillSim
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 
 ROOT = Path(__file__).resolve().parents[2]

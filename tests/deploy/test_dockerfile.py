@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from stub_vllm import StubVllm
 
 from tests.deploy.dockerfile import Stage, stages
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-import vllm_server
 
+from deploy.local import vllm_server
 from proxy.app import create_app
 from proxy.settings import Settings
 from tests.support.servers import ServerThread, free_port, serving

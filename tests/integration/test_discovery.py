@@ -27,9 +27,9 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-from stub_vllm import StubVllm
 
 from proxy.routing.discovery import NameserverResolver
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port
 
 pytestmark = pytest.mark.integration

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-import vllm_server
 import zmq
 import zmq.asyncio
 
+from deploy.local import vllm_server
 from proxy.chat_tokens import RequestTokens
 from proxy.context import RequestContext
 from proxy.prompt.segment.frameworks import read_texts

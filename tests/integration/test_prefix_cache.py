@@ -7,10 +7,10 @@ import uuid
 
 import httpx
 import pytest
-import vllm_server
 
 from cache.prefixes import PrefixRegistry
 from cache.store import MemoryStore
+from deploy.local import vllm_server
 from tests.integration.conftest import TINY, start_vllm
 from tests.support.servers import free_port
 

@@ -6,8 +6,8 @@ import uuid
 
 import httpx
 import pytest
-from stub_vllm import StubVllm
 
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import redis
-from stub_vllm import StubVllm
 
+from tests.doubles.stub_vllm import StubVllm
 from tests.integration.replicas import Replica, replica_env
 from tests.support.servers import serving
 

@@ -1,6 +1,6 @@
 """Capture vLLM KV-event samples for tests/fixtures/kv_events (run with .venv-vllm's python).
 
-    .venv-vllm/bin/python tests/support/kv_capture.py --http 18100 --pub 18557 \
+    .venv-vllm/bin/python -m tests.support.kv_capture --http 18100 --pub 18557 \
         --replay 18558 --topic kv --out tests/fixtures/kv_events
 
 Sends a few chat requests (one salted) to a running vLLM started with

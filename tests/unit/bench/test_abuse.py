@@ -4,13 +4,13 @@ must be counted, a right one must not)."""
 
 import httpx
 import pytest
-from stub_vllm import StubVllm
 
 from bench import abuse
-from bench.abuse_hostile import _request
-from bench.abuse_traffic import envelope_or_stream_error, normal_body
-from bench.soak import SYSTEM
+from bench.lib.abuse_hostile import _request
+from bench.lib.abuse_traffic import envelope_or_stream_error, normal_body
+from bench.lib.outcome import SYSTEM
 from proxy.stages.tenant import tenant_salt
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 
 
@@ -50,7 +50,7 @@ def test_raw_requests_keep_dot_segments_as_sent():
 def test_the_summary_judges_each_target_from_both_phases():
     from argparse import Namespace
 
-    from bench.abuse_traffic import Tally
+    from bench.lib.abuse_traffic import Tally
 
     clean, hostile = Tally(normal=[("ok", 10.0)] * 99 + [("ok", 20.0)]), Tally()
     hostile.normal = [("ok", 10.0)] * 98 + [("ok", 50.0), ("lost", 60.0)]

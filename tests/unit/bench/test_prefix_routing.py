@@ -3,10 +3,10 @@ targets, and the summary line that ends in the headline ratio."""
 
 from __future__ import annotations
 
-from bench import one_application as oa
 from bench import prefix_routing as pr
-from bench import prefix_workload as wl
-from bench.prefix_kv import KV_TARGETS, kv_regime, quantile
+from bench.lib import one_application as oa
+from bench.lib import prefix_workload as wl
+from bench.lib.prefix_kv import KV_TARGETS, kv_regime, quantile
 
 STATS = {0: {"static": 300, "system_tokens": 290}, 1: {"static": 300, "system_tokens": 290}}
 A, B = "http://a", "http://b"

@@ -1,7 +1,7 @@
 """Fixtures for compressor tests: offline hub, seeded tiktoken cache, small local models.
 
 Models are built once per session in a temp folder: a 2-layer stand-in LLMLingua-2
-classifier (deploy/local/build_lingua_standin.py, random weights) and a tiny random
+classifier (deploy.local.build_lingua_standin, random weights) and a tiny random
 causal LM with a byte-level BPE tokenizer trained on stdlib docstrings. Neither says
 anything about compression quality; they exercise the real code paths.
 """
@@ -9,24 +9,15 @@ anything about compression quality; they exercise the real code paths.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
 
+from deploy.local import build_lingua_standin
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load_builder():
-    path = ROOT / "deploy" / "local" / "build_lingua_standin.py"
-    spec = importlib.util.spec_from_file_location("build_lingua_standin", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _torch(threads: int = 1):
@@ -50,7 +41,7 @@ def tiktoken_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def builder():
-    return _load_builder()
+    return build_lingua_standin
 
 
 @pytest.fixture(scope="session")

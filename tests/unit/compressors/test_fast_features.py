@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.squad import build_cases, load_squad
+from bench.lib.squad import build_cases, load_squad
 from compressors.base import Budget
 from compressors.fast_extractive import FastExtractiveCompressor
 from compressors.features import FeatureCompressor, decode, encode

@@ -1,5 +1,5 @@
 """Small ASGI upstreams with one behaviour each, served by tests/support/servers.py
-(unit tests only; the general-purpose fake is deploy/local/stub_vllm.py)."""
+(unit tests only; the general-purpose fake is tests/doubles/stub_vllm.py)."""
 
 from __future__ import annotations
 

@@ -4,10 +4,10 @@ from contextlib import ExitStack
 
 import httpx
 import pytest
-from stub_vllm import StubVllm
 
 from proxy.app import create_app
 from proxy.settings import Settings
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import ServerThread, serving
 
 

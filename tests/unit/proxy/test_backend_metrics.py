@@ -6,10 +6,10 @@ import uuid
 
 import httpx
 import pytest
-from prefill_sim import PrefillSim
-from stub_vllm import StubVllm
 
 from proxy.backend_metrics import parse_totals, sample_between
+from tests.doubles.prefill_sim import PrefillSim
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.stages.test_compress_e2e import SYSTEM

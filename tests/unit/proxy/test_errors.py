@@ -44,8 +44,7 @@ def test_no_healthy_backend_is_503(make_proxy):
 
 
 def test_unreachable_backend_is_502(make_proxy):
-    from stub_vllm import StubVllm
-
+    from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import serving
 
     with serving(StubVllm()) as doomed:

@@ -138,7 +138,7 @@ def test_invalid_ragtrim_options_are_rejected_without_rag_context(stub, make_pro
 
 
 def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_proxy):
-    from stub_vllm import StubVllm
+    from tests.doubles.stub_vllm import StubVllm
 
     one, two = StubVllm(), StubVllm()
     with serving(one) as a, serving(two) as b:
@@ -152,8 +152,7 @@ def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_prox
 
 
 def test_a_dead_backend_fails_fast_is_ejected_and_returns_when_it_recovers(make_proxy):
-    from stub_vllm import StubVllm
-
+    from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import ServerThread, free_port
 
     port = free_port()

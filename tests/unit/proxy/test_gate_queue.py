@@ -5,10 +5,10 @@ gauges come from vLLM's /metrics (proxy/backend_metrics.py). Both directions, un
 import uuid
 
 import httpx
-from prefill_sim import PrefillSim
-from stub_vllm import StubVllm
 
 from proxy.gate import BackendQueue, CostGate, queue_multiplier
+from tests.doubles.prefill_sim import PrefillSim
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.stages.test_compress_e2e import SYSTEM

@@ -50,7 +50,7 @@ def ragtrim():
     """The stub and ragtrim, each its own process: none of their work shares the
     test's GIL, so the probes time ragtrim alone."""
     stub_port, port = free_port(), free_port()
-    stub = _start(["deploy/local/stub_vllm.py", "--port", str(stub_port)])
+    stub = _start(["-m", "tests.doubles.stub_vllm", "--port", str(stub_port)])
     args = ["-m", "proxy", "serve", "--port", str(port),
             "--backends", f"http://127.0.0.1:{stub_port}",
             "--compression-policy", "always", "--compression-min-context-tokens", "0",

@@ -56,8 +56,7 @@ def test_mid_stream_failure_ends_with_sse_error_event(stub, make_proxy):
 
 
 def test_failover_before_first_byte(make_proxy):
-    from stub_vllm import StubVllm
-
+    from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import serving
 
     with serving(StubVllm()) as alive:
@@ -124,8 +123,7 @@ def test_passthrough_routes(stub, make_proxy):
 
 
 def test_models_merged_across_backends(make_proxy):
-    from stub_vllm import StubVllm
-
+    from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import serving
 
     with serving(StubVllm("model-a")) as a, serving(StubVllm("model-b")) as b:

@@ -3,12 +3,12 @@
 import json
 
 import httpx
-from stub_vllm import StubVllm
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from compressors.tokens import ApproxTokenCounter
 from proxy.routing.endpoint import EndpointPool
 from proxy.token_counter import TargetTokenCounter
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 from tests.unit.proxy.stages.test_compress_e2e import SYSTEM
 from tests.unit.proxy.test_engine import Pooled

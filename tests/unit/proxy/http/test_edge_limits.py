@@ -29,8 +29,7 @@ CHAT = json.dumps({"model": "stub-model", "messages": [{"role": "user", "content
 
 @pytest.fixture(scope="module")
 def module_stub():
-    from stub_vllm import StubVllm
-
+    from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import serving
 
     with serving(StubVllm()) as server:

@@ -6,11 +6,11 @@ import sys
 import time
 
 import httpx
-from stub_vllm import StubVllm
 
 from proxy.app import create_app
 from proxy.settings import Settings
 from proxy.telemetry.tracing import build_tracing
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.telemetry.otlp_receiver import OtlpReceiver

@@ -16,8 +16,8 @@ import sys
 import time
 
 import httpx
-from stub_vllm import StubVllm
 
+from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port, serving
 
 LIMIT = 96  # open files for the ragtrim process

@@ -1,4 +1,4 @@
-"""A misbehaving upstream, on real sockets (bench/hostile_upstream.py writes raw bytes
+"""A misbehaving upstream, on real sockets (tests/doubles/hostile_upstream.py writes raw bytes
 no ASGI server would): every answer ragtrim cannot vouch for becomes a 502 in the
 envelope, logged and never leaked; bad usage never costs the client its completion;
 SSE with any delimiter the spec allows is relayed event by event; bodies are capped."""
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from bench.hostile_upstream import HostileUpstream
+from tests.doubles.hostile_upstream import HostileUpstream
 
 CHAT = {"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]}
 

@@ -1,0 +1,190 @@
+"""bench.prefix_routing's "one application" regime (issue 20): one system prompt, many
+multi-turn conversations, each turn extending the last, more KV than one replica holds.
+
+Every conversation starts with the same system prompt, so every request has the same
+static prefix: rendezvous affinity sends all of them to one replica (its bounded-load
+floor of 8 is never reached at --concurrency 4), which cannot hold them all;
+round-robin sends each turn to either replica, away from its earlier turns' blocks half
+the time; kv routes each turn to the replica whose index holds most of its leading
+blocks (its own earlier turns), and the load scorer spreads new conversations.
+
+Turns are sent turn by turn (every conversation's turn t, shuffled, before any turn
+t+1; a user reads the answer before asking again). Assistant turns are fixed texts,
+not the model's output, so a turn's prompt is exactly the last turn's prompt plus the
+answer and the next question. Each mode has its own system prompt (no shared blocks);
+modes run one after the other on the same two replicas, who goes first rotating per
+repeat. Each replica's cache holds --one-app-share (0.6) of the blocks the final turns
+of all conversations need.
+
+hit_ratio_block_aligned: over turns >= 2, sum(cached_tokens) / sum(floor(previous
+turn's prompt_tokens / block) * block), the most vLLM can reuse of the last turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import statistics
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from bench.lib.common import free_port, percentile, spawn_ragtrim, stop
+from bench.lib.prefix_kv import kv_env, kv_proxy_figures, kv_replicas
+from bench.lib.prefix_workload import OBJECTS, SUBJECTS, VERBS, system_prompt
+from bench.lib.vllm_pair import BLOCK, MODEL_DIR, SERVED, one_request
+from proxy.chat_tokens import ChatTokenizer
+
+MODES = ("roundrobin", "rendezvous", "kv")
+BASE_ENV = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}
+
+
+def answer(c: int, t: int) -> str:
+    rng = random.Random(c * 1000 + t)
+    said = [
+        f"For case {c}-{t}, {rng.choice(VERBS)} {rng.choice(OBJECTS)} about "
+        f"{rng.choice(SUBJECTS)} before anything else."
+        for _ in range(4)
+    ]
+    return " ".join(said)
+
+
+def conversation(mode_no: int, c: int, turn: int, rules: int) -> list[dict]:
+    msgs = [{"role": "system", "content": system_prompt(90 + mode_no, 0, rules)}]
+    for t in range(1, turn + 1):
+        msgs.append(
+            {
+                "role": "user",
+                "content": f"Turn {t} of chat {c}: what about "
+                f"{SUBJECTS[(c + t) % len(SUBJECTS)]} for order {c * 31 + t}?",
+            }
+        )
+        if t < turn:
+            msgs.append({"role": "assistant", "content": answer(c, t)})
+    return msgs
+
+
+def kv_blocks_for(args) -> int:
+    """Blocks per replica: --one-app-share of what all final turns need (the system
+    prompt's blocks once, each conversation's own), plus the requests in flight. Token
+    counts from ragtrim's chat tokenizer (equal to vLLM's /tokenize: tests/integration/
+    test_kv_events.py)."""
+    tok = ChatTokenizer(str(MODEL_DIR))
+    final = len(tok.chat({"messages": conversation(0, 0, args.turns, args.rules)}))
+    system = len(tok.chat({"messages": conversation(0, 0, 0, args.rules)}))
+    need = system // BLOCK + args.conversations * (final - system) // BLOCK
+    return math.ceil(args.one_app_share * need) + args.concurrency * 2 + 1
+
+
+@contextlib.contextmanager
+def proxies(replicas) -> Iterator[dict[str, str]]:
+    backends = [r.base_url for r in replicas]
+    envs = {
+        "roundrobin": {"RAGTRIM_ROUTING__POLICY": "roundrobin"},
+        "rendezvous": {"RAGTRIM_ROUTING__POLICY": "affinity"},
+        "kv": kv_env(replicas),
+    }
+    procs, urls = [], {}
+    try:
+        for mode in MODES:
+            port = free_port()
+            procs.append(spawn_ragtrim(backends, port, {**BASE_ENV, **envs[mode]}))
+            urls[mode] = f"http://127.0.0.1:{port}"
+        yield urls
+    finally:
+        for proc in procs:
+            stop(proc)
+
+
+def run_mode(client, url: str, mode_no: int, args, seed: int) -> list[dict]:
+    def send(item: tuple[int, int]) -> dict:
+        c, t = item
+        body = {
+            "model": SERVED,
+            "messages": conversation(mode_no, c, t, args.rules),
+            "max_tokens": args.max_tokens,
+            "temperature": 0,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        return {"conversation": c, "turn": t, **one_request(client, url, body)}
+
+    records: list[dict] = []
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        for t in range(1, args.turns + 1):
+            order = list(range(args.conversations))
+            random.Random(seed * 100 + t).shuffle(order)
+            records += pool.map(send, [(c, t) for c in order])
+    return records
+
+
+def summarize(records: list[dict], backends: list[str]) -> dict:
+    prompt = {(r["conversation"], r["turn"]): r["prompt_tokens"] for r in records}
+    later = [r for r in records if r["turn"] >= 2]
+    reusable = sum(prompt[(r["conversation"], r["turn"] - 1)] // BLOCK * BLOCK for r in later)
+    load = Counter(r["backend"] for r in records)
+    ttft = [r["ttft_ms"] for r in records]
+    return {
+        "requests": len(records),
+        "ttft_p50_ms": round(percentile(ttft, 50), 2),
+        "ttft_p90_ms": round(percentile(ttft, 90), 2),
+        "hit_ratio_block_aligned": round(sum(r["cached_tokens"] for r in later) / reusable, 4),
+        "max_mean_load": round(max(load[b] for b in backends) * len(backends) / len(records), 3),
+        "requests_per_backend": {b: load[b] for b in backends},
+    }
+
+
+def run(args, bind: bool = True) -> dict:
+    """The regime: fresh replicas, three proxies, every repeat; medians over repeats."""
+    kv_blocks = kv_blocks_for(args)
+    with (
+        httpx.Client(timeout=300) as client,
+        kv_replicas(2, kv_blocks, bind=bind) as reps,
+        proxies(reps) as urls,
+    ):
+        backends = [r.base_url for r in reps]
+        runs: list[dict] = []
+        for rep in range(args.one_app_repeats):
+            order = MODES[rep % 3 :] + MODES[: rep % 3]
+            runs.append({m: summarize(run_mode(client, urls[m], MODES.index(m) + 3 * rep, args,
+                                               rep), backends) for m in order})  # fmt: skip
+        kv_figures = kv_proxy_figures(urls["kv"])
+    return figures(runs, kv_blocks, args, kv_figures)
+
+
+def figures(runs: list[dict], kv_blocks: int, args, kv_figures: dict) -> dict:
+    med = {
+        m: {
+            k: statistics.median(r[m][k] for r in runs)
+            for k in ("ttft_p50_ms", "ttft_p90_ms", "hit_ratio_block_aligned", "max_mean_load")
+        }
+        for m in MODES
+    }
+
+    def ratio(other: str) -> float:
+        return round(
+            statistics.median(r["kv"]["ttft_p50_ms"] / r[other]["ttft_p50_ms"] for r in runs), 3
+        )
+
+    return {
+        "kv_vs_rendezvous_ttft_p50": ratio("rendezvous"),
+        "kv_vs_roundrobin_ttft_p50": ratio("roundrobin"),
+        "kv_hit_ratio_block_aligned": med["kv"]["hit_ratio_block_aligned"],
+        "kv_max_mean_load": med["kv"]["max_mean_load"],
+        "modes": med,
+        "repeats": runs,
+        "kv_proxy": kv_figures,
+        "workload": {
+            "conversations": args.conversations,
+            "turns": args.turns,
+            "concurrency": args.concurrency,
+            "kv_blocks_per_replica": kv_blocks,
+            "one_app_share": args.one_app_share,
+            "block_size": BLOCK,
+            "rules": args.rules,
+            "max_tokens": args.max_tokens,
+        },
+    }
