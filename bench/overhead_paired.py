@@ -6,7 +6,7 @@ bench.overhead on a shared 2-core machine differ by more than the effect being l
 for, so both trees serve side by side here, in front of the same stub, and every round
 sends one request to each in turn:
 
-    direct    bench/fast_stub.py (the floor both are measured against)
+    direct    tests/doubles/fast_stub.py (the floor both are measured against)
     baseline  `python -m proxy serve` from a git worktree of `--baseline` (a revision;
               default HEAD~1)
     current   `python -m proxy serve` from this checkout
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import ROOT, free_port, percentile, spawn, stop, write_result
-from bench.loadgen import Timed
-from bench.procs import cpu_ms
+from bench.lib.common import ROOT, free_port, percentile, spawn, stop, write_result
+from bench.lib.loadgen import Timed
+from bench.lib.procs import cpu_ms
 
 PATH = "/v1/chat/completions"
 PLAIN = {"model": "stub-model", "messages": [{"role": "user", "content": "hello " * 50}]}
@@ -138,7 +138,7 @@ def run(rev: str, n: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="ragtrim-baseline-") as tmp:
         tree = baseline_tree(rev, Path(tmp) / "tree")
         try:
-            procs["direct"] = spawn([sys.executable, "-m", "bench.fast_stub", "--port",
+            procs["direct"] = spawn([sys.executable, "-m", "tests.doubles.fast_stub", "--port",
                                      str(ports["direct"])], f"{backend}/health")  # fmt: skip
             procs["baseline"] = serve(tree, backend, ports["baseline"])
             procs["current"] = serve(ROOT, backend, ports["current"])

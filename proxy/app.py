@@ -11,7 +11,7 @@ middleware stack and the routes are assembled here, outermost first:
 
 The traffic routes sit outside FastAPI on purpose: its own per-request layers (error
 middleware, body limit, telemetry hooks) cost ≈ 40 µs of CPU per request, measured
-with cProfile against bench/fast_stub.py, and the forwarder renders its errors itself.
+with cProfile against tests/doubles/fast_stub.py, and the forwarder renders its errors itself.
 
 Tests inject `transport` (a proxy.upstream.transport.Transport), `store` and
 `compressor`.

@@ -26,7 +26,7 @@ from typing import Any
 from proxy.routing.kv.chain import block_hash
 from proxy.routing.kv.events import AllBlocksCleared, BlockRemoved, BlockStored, Event
 
-BYTES_PER_BLOCK = 400  # an upper bound: 196 measured (bench.prefix_kv.index_bytes_per_block)
+BYTES_PER_BLOCK = 400  # an upper bound: 196 measured (bench.lib.prefix_kv.index_bytes_per_block)
 
 
 @dataclass
