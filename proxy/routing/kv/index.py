@@ -17,6 +17,7 @@ kv/test_index.py checks it with tracemalloc): an OrderedDict entry with a bytes 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -73,7 +74,9 @@ class BackendBlocks:
 
 
 class KvIndex:
-    """Backends' blocks by URL. Single-threaded: the event loop applies and reads."""
+    """Backends' blocks by URL. The subscribers' threads change it holding `lock`
+    (proxy/routing/kv/subscriber.py); the event loop reads it holding `lock` too, for a
+    batch applied whole, never half (a hold is one batch's apply: microseconds)."""
 
     def __init__(self, max_blocks: int = 262_144, *,
                  on_orphan: Callable[[int], None] | None = None,
@@ -84,12 +87,14 @@ class KvIndex:
         self.max_blocks = max_blocks
         self.backends: dict[str, BackendBlocks] = {}
         self.on_orphan, self.on_evict, self.clock = on_orphan, on_evict, clock
+        self.lock = threading.Lock()
 
     def backend(self, url: str) -> BackendBlocks | None:
         return self.backends.get(url)
 
     def blocks(self) -> int:
-        return sum(len(b) for b in self.backends.values())
+        with self.lock:  # a subscriber's thread may add a backend meanwhile
+            return sum(len(b) for b in self.backends.values())
 
     def reset(self, url: str) -> BackendBlocks:
         """Forget `url`'s blocks (a restart, a clear, a resubscription); keep it known."""
