@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ class BackendBlocks:
     held: dict[int, int] = field(default_factory=dict)
     synced: bool = False  # events are flowing in order (no unresolved gap)
     last_event: float = 0.0  # monotonic time of the last batch applied
+    evicted_at: float | None = None  # monotonic time of the last BlockRemoved (None: never)
 
     def __len__(self) -> int:
         return len(self.by_vllm)
@@ -96,6 +97,15 @@ class KvIndex:
         with self.lock:  # a subscriber's thread may add a backend meanwhile
             return sum(len(b) for b in self.backends.values())
 
+    def roomy(self, urls: Iterable[str], window: float) -> set[str]:
+        """Those of `urls` in sync that evicted nothing for `window` seconds: their
+        caches have room, so blocks stored there now evict nothing."""
+        now = self.clock()
+        with self.lock:
+            states = [(url, self.backends.get(url)) for url in urls]
+        return {url for url, st in states if st is not None and st.synced
+                and (st.evicted_at is None or now - st.evicted_at > window)}  # fmt: skip
+
     def reset(self, url: str) -> BackendBlocks:
         """Forget `url`'s blocks (a restart, a clear, a resubscription); keep it known."""
         fresh = BackendBlocks()
@@ -114,6 +124,7 @@ class KvIndex:
             if isinstance(event, BlockStored):
                 self._stored(state, event)
             elif isinstance(event, BlockRemoved):
+                state.evicted_at = self.clock()
                 for h in event.block_hashes:
                     state.drop((event.medium, h))
             elif isinstance(event, AllBlocksCleared):

@@ -16,6 +16,14 @@ holds) loses nothing by spilling, so it spreads early. Issue 20's first benchmar
 had the fixed floor 3 for every request: under cache pressure kv spilled held
 prefixes and hit 0.870 against rendezvous' 0.974 (bench/results/prefix_routing.json).
 
+Unless the next-best candidate (where a spill goes) has room: in sync and no eviction (BlockRemoved)
+for ROOM_WINDOW_S. Then storing the spilled blocks there evicts nobody's, the spill
+costs one prefill and buys the prefix a second home, so the floor is `free`. That is
+one application's case (one system prompt, first stored on one replica: with the
+scaled floor alone its new conversations, held only there, never reached 8 in flight
+at --concurrency 4, and all of them stayed on one replica, max/mean load 2.0 in a
+smoke run of bench.prefix_routing), never cache pressure's (every replica evicts).
+
 A request the scorer could not score (no token ids, stale or cold: it fell back to
 rendezvous affinity) gets `held`, rendezvous' floor, as it gets its scores.
 """
@@ -23,10 +31,24 @@ rendezvous affinity) gets `held`, rendezvous' floor, as it gets its scores.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.endpoint import Endpoint
+
+# A replica that evicted nothing for a minute has room: vLLM drops a cached block when
+# it reuses it for a new one (vllm/v1/core/block_pool.py _maybe_evict_cached_block);
+# a replica under cache pressure does that with every new prefix.
+ROOM_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Held:
+    """One request's leading-block share per in-sync candidate, and those with room."""
+
+    shares: dict[Endpoint, float]
+    roomy: frozenset[Endpoint] = frozenset()
 
 
 class Stakes:
@@ -37,12 +59,12 @@ class Stakes:
     picker never reads another request's shares, and read once."""
 
     def __init__(self) -> None:
-        self._slot: tuple[RequestContext, dict[Endpoint, float] | None] | None = None
+        self._slot: tuple[RequestContext, Held | None] | None = None
 
-    def put(self, ctx: RequestContext, shares: dict[Endpoint, float] | None) -> None:
-        self._slot = (ctx, shares)
+    def put(self, ctx: RequestContext, held: Held | None) -> None:
+        self._slot = (ctx, held)
 
-    def take(self, ctx: RequestContext) -> dict[Endpoint, float] | None:
+    def take(self, ctx: RequestContext) -> Held | None:
         slot, self._slot = self._slot, None
         return slot[1] if slot is not None and slot[0] is ctx else None
 
@@ -71,10 +93,15 @@ class KvBoundedLoad:
             return self.held
         return round(self.free + (self.held - self.free) * share)
 
+    def floor_for(self, held: Held | None, ranked: Sequence[Endpoint]) -> int:
+        if held is not None and len(ranked) > 1 and ranked[1] in held.roomy:
+            return self.free  # the spill would evict nothing there
+        return self.floor(stake(held.shares if held else None, ranked))
+
     def order(
         self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
     ) -> list[Endpoint]:
-        shares = self.stakes.take(ctx)
+        held = self.stakes.take(ctx)
         ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
-        picker = BoundedLoad(self.epsilon, self.floor(stake(shares, ranked)), self.on_spill)
+        picker = BoundedLoad(self.epsilon, self.floor_for(held, ranked), self.on_spill)
         return picker.order(ctx, totals, ranked)

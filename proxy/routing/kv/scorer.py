@@ -42,7 +42,7 @@ from proxy.routing.affinity import PrefixAffinity, hrw_weight
 from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.chain import block_hash, chain, request_extras
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import Stakes
+from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, Stakes
 
 TIE_WEIGHT = 0.002
 
@@ -83,7 +83,11 @@ class KvCacheScorer:
     def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
         held = {ep: share for ep, (share, _) in (shares or {}).items()}
-        self.stakes.put(ctx, held if held and max(held.values()) > 0 else None)
+        if held and max(held.values()) > 0:
+            roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
+            self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy)))
+        else:
+            self.stakes.put(ctx, None)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)
