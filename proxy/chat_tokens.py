@@ -22,6 +22,7 @@ template ragtrim recognises.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -94,28 +95,48 @@ class ChatTokenizer:
 class RequestTokens:
     """`ids(route, body, model)`: the token ids vLLM will see, or None when unknown.
 
-    `on_cost(ms_per_1k)` reports what it cost (ragtrim_kv_tokenize_ms_per_1k)."""
+    `on_cost(ms_per_1k)` reports what it cost (ragtrim_kv_tokenize_ms_per_1k).
+
+    Loading a tokenizer takes seconds; on the event loop that stalls every request.
+    So the router asks with `wait=False`: a tokenizer not yet loaded is loaded on a
+    thread (once, however many ask) and this request gets no ids (the scorer falls
+    back to affinity). service.KvRouting.warm loads it when a backend turns healthy,
+    before the first request as a rule."""
 
     def __init__(self, pool: EndpointPool, on_cost: Callable[[float], None] | None = None,
                  explicit_dir: str = ""):  # fmt: skip
         self.pool, self.on_cost, self.explicit_dir = pool, on_cost, explicit_dir
         self._by_root: dict[str, ChatTokenizer | None] = {}
+        self._loading: set[str] = set()
+        self._lock = threading.Lock()  # one load at a time; a second caller gets its result
 
-    def tokenizer(self, model: str | None) -> ChatTokenizer | None:
+    def tokenizer(self, model: str | None, wait: bool = True) -> ChatTokenizer | None:
         """compression.tokenizer when set (a gateway whose pods do not share the model
         volume ships the tokenizer dir), else the backend's local model root."""
         root = self.explicit_dir or local_model_root(self.pool, model)
         if root is None:
             return None
-        if root not in self._by_root:
-            try:
-                self._by_root[root] = ChatTokenizer(root)
-            except Exception:  # noqa: BLE001 - no transformers, no template: no ids
-                self._by_root[root] = None
+        if root in self._by_root:
+            return self._by_root[root]
+        if wait:
+            return self._load(root)
+        if root not in self._loading:
+            self._loading.add(root)
+            threading.Thread(target=self._load, args=(root,), daemon=True).start()
+        return None
+
+    def _load(self, root: str) -> ChatTokenizer | None:
+        with self._lock:
+            if root not in self._by_root:
+                try:
+                    self._by_root[root] = ChatTokenizer(root)
+                except Exception:  # noqa: BLE001 - no transformers, no template: no ids
+                    self._by_root[root] = None
         return self._by_root[root]
 
-    def ids(self, route: str, body: dict[str, Any], model: str | None) -> list[int] | None:
-        tok = self.tokenizer(model)
+    def ids(self, route: str, body: dict[str, Any], model: str | None,
+            wait: bool = True) -> list[int] | None:  # fmt: skip
+        tok = self.tokenizer(model, wait)
         if tok is None:
             return None
         t0 = time.perf_counter()

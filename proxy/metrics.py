@@ -180,7 +180,8 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self.kv_event_lag = Histogram(
-            "ragtrim_kv_event_lag_seconds", "A KV-event batch's ts to its receipt here",
+            "ragtrim_kv_event_lag_seconds", "A live KV-event batch: vLLM's ts to its events "
+            "in the index (proxy/routing/kv/subscriber.py Hooks)",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5), registry=r,
         )  # fmt: skip
         self.kv_batches = Counter(

@@ -19,6 +19,7 @@ from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.filters import Healthy, ServesModel
+from proxy.routing.kv.picker import KvBoundedLoad
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.service import KvRouting
 from proxy.routing.load import LeastLoaded
@@ -40,16 +41,20 @@ def _healthy(p: Parts) -> Filter:
 
 
 def _bounded(p: Parts) -> Picker:
-    spills = p.metrics.route_spills
-    return BoundedLoad(p.settings.epsilon, p.settings.bounded_min_in_flight,
-                       on_spill=lambda ep: spills.labels(ep.url).inc())  # fmt: skip
+    spills, s = p.metrics.route_spills, p.settings
+    count = lambda ep: spills.labels(ep.url).inc()  # noqa: E731
+    if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
+        return KvBoundedLoad(p.kv.stakes, s.epsilon, s.bounded_min_in_flight,
+                             s.kv_events.spill_floor, count)  # fmt: skip
+    return BoundedLoad(s.epsilon, s.bounded_min_in_flight, on_spill=count)
 
 
 def _kv_cache(p: Parts) -> Scorer:
     if p.kv is None:
         raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
     fallbacks = p.metrics.kv_fallbacks
-    return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc())
+    return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc(),
+                         p.kv.stakes)  # fmt: skip
 
 
 FILTERS: Mapping[str, Callable[[Parts], Filter]] = {

@@ -170,19 +170,20 @@ async def test_a_sequence_gap_is_replayed(replica):
     tokens = RequestTokens(pool)
     from proxy.routing.kv.subscriber import Hooks
 
-    sub = KvSubscriber(replica.url, "", f"tcp://127.0.0.1:{replica.replay}", "kv", index, zctx,
-                       Hooks(resync=resyncs.append))  # fmt: skip
+    sub = KvSubscriber(replica.url, "", f"tcp://127.0.0.1:{replica.replay}", "kv", index,
+                       zmq.Context.instance(), Hooks(resync=resyncs.append))  # fmt: skip
     sock = zctx.socket(zmq.SUB)
     sock.setsockopt(zmq.SUBSCRIBE, b"kv")
     sock.connect(f"tcp://127.0.0.1:{replica.pub}")
     try:
-        await sub.resync("connect")
+        await asyncio.to_thread(sub.resync, "connect")  # blocking, as on its own thread
         await asyncio.sleep(0.5)
         dropped, kept = messages("dropped"), messages("kept")
         await chat(replica, dropped)
         await asyncio.wait_for(sock.recv_multipart(), 30)  # lost: never handled
         await chat(replica, kept)
-        await sub.handle(await asyncio.wait_for(sock.recv_multipart(), 30))
+        frames = await asyncio.wait_for(sock.recv_multipart(), 30)
+        await asyncio.to_thread(sub.handle, frames)
         assert "gap" in resyncs
         assert held(index, replica, tokens, dropped)[0] >= 5  # came from the replay
         assert held(index, replica, tokens, kept)[0] >= 5

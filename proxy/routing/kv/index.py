@@ -17,9 +17,10 @@ kv/test_index.py checks it with tracemalloc): an OrderedDict entry with a bytes 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ class BackendBlocks:
     held: dict[int, int] = field(default_factory=dict)
     synced: bool = False  # events are flowing in order (no unresolved gap)
     last_event: float = 0.0  # monotonic time of the last batch applied
+    evicted_at: float | None = None  # monotonic time of the last BlockRemoved (None: never)
 
     def __len__(self) -> int:
         return len(self.by_vllm)
@@ -73,7 +75,9 @@ class BackendBlocks:
 
 
 class KvIndex:
-    """Backends' blocks by URL. Single-threaded: the event loop applies and reads."""
+    """Backends' blocks by URL. The subscribers' threads change it holding `lock`
+    (proxy/routing/kv/subscriber.py); the event loop reads it holding `lock` too, for a
+    batch applied whole, never half (a hold is one batch's apply: microseconds)."""
 
     def __init__(self, max_blocks: int = 262_144, *,
                  on_orphan: Callable[[int], None] | None = None,
@@ -84,12 +88,23 @@ class KvIndex:
         self.max_blocks = max_blocks
         self.backends: dict[str, BackendBlocks] = {}
         self.on_orphan, self.on_evict, self.clock = on_orphan, on_evict, clock
+        self.lock = threading.Lock()
 
     def backend(self, url: str) -> BackendBlocks | None:
         return self.backends.get(url)
 
     def blocks(self) -> int:
-        return sum(len(b) for b in self.backends.values())
+        with self.lock:  # a subscriber's thread may add a backend meanwhile
+            return sum(len(b) for b in self.backends.values())
+
+    def roomy(self, urls: Iterable[str], window: float) -> set[str]:
+        """Those of `urls` in sync that evicted nothing for `window` seconds: their
+        caches have room, so blocks stored there now evict nothing."""
+        now = self.clock()
+        with self.lock:
+            states = [(url, self.backends.get(url)) for url in urls]
+        return {url for url, st in states if st is not None and st.synced
+                and (st.evicted_at is None or now - st.evicted_at > window)}  # fmt: skip
 
     def reset(self, url: str) -> BackendBlocks:
         """Forget `url`'s blocks (a restart, a clear, a resubscription); keep it known."""
@@ -109,6 +124,7 @@ class KvIndex:
             if isinstance(event, BlockStored):
                 self._stored(state, event)
             elif isinstance(event, BlockRemoved):
+                state.evicted_at = self.clock()
                 for h in event.block_hashes:
                     state.drop((event.medium, h))
             elif isinstance(event, AllBlocksCleared):

@@ -16,10 +16,11 @@ difference of one block in a request of up to 1/TIE_WEIGHT blocks wins. A reques
 held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
 before the first one's events arrive) gets the rendezvous affinity scores instead
 (counted, reason "cold"), so copies of a new prefix land together as with affinity.
-With kv_events the bounded-load floor defaults to 3 (proxy/config/routing.py
-KV_MIN_IN_FLIGHT): a prefix held by one replica only (one application's system
-prompt) would otherwise draw every request there; spilled, its blocks are stored on
-the other replica too and the index sees them.
+With kv_events the bounded-load floor scales with what a spill would lose
+(proxy/routing/kv/picker.py): the scorer leaves each request's shares in `stakes`.
+A prefix held by one replica only (one application's system prompt) would otherwise
+draw every new conversation there; spilled once, its blocks are stored on the other
+replica too, the index sees them, and the floor for requests that share only it drops.
 
 Fallback, counted (ragtrim_kv_fallbacks_total{reason}): a backend whose events are not
 in sync (never subscribed, replay failed, disconnected; reason "stale") or a request
@@ -41,6 +42,7 @@ from proxy.routing.affinity import PrefixAffinity, hrw_weight
 from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.chain import block_hash, chain, request_extras
 from proxy.routing.kv.index import KvIndex
+from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, Stakes
 
 TIE_WEIGHT = 0.002
 
@@ -49,34 +51,43 @@ class KvCacheScorer:
     name = "kv_cache"
 
     def __init__(self, index: KvIndex, tokens: RequestTokens,
-                 on_fallback: Callable[[str], None] | None = None):  # fmt: skip
+                 on_fallback: Callable[[str], None] | None = None,
+                 stakes: Stakes | None = None):  # fmt: skip
         self.index, self.tokens = index, tokens
+        self.stakes = stakes or Stakes()
         self.affinity = PrefixAffinity()
         self.on_fallback = on_fallback or (lambda reason: None)
 
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
         """Leading-block share per in-sync endpoint (None: no token ids); the others
         are left out."""
-        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model)
+        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
         if ids is None:
             return None
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
         by_size: dict[int, list[int]] = {}
         out: dict[Endpoint, tuple[float, list[int]]] = {}
-        for ep in endpoints:
-            state = self.index.backend(ep.url)
-            if state is None or not state.synced:
-                continue
-            size = state.block_size or 16
-            hashes = by_size.get(size)
-            if hashes is None:
-                hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
-            out[ep] = (state.leading(hashes) / len(hashes), hashes)
+        with self.index.lock:  # the subscribers' threads apply batches whole
+            for ep in endpoints:
+                state = self.index.backend(ep.url)
+                if state is None or not state.synced:
+                    continue
+                size = state.block_size or 16
+                hashes = by_size.get(size)
+                if hashes is None:
+                    hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
+                out[ep] = (state.leading(hashes) / len(hashes), hashes)
         return out
 
     def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
+        held = {ep: share for ep, (share, _) in (shares or {}).items()}
+        if held and max(held.values()) > 0:
+            roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
+            self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy)))
+        else:
+            self.stakes.put(ctx, None)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)

@@ -1,19 +1,21 @@
 """KV-event routing's long-lived parts, built from settings with their metrics.
 
 proxy/components.py builds one (`build_kv`) when `routing.kv_events.enabled`, hands
-it to the router registry (the `kv_cache` scorer reads its index and token ids) and
+it to the router registry (the `kv_cache` scorer reads its index and token ids and
+leaves each request's shares in `stakes` for the `bounded` picker) and
 starts/stops its subscriptions with the app's lifespan.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from proxy.chat_tokens import RequestTokens
 from proxy.metrics import Metrics
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
+from proxy.routing.kv.picker import Stakes
 from proxy.routing.kv.subscriber import Hooks
 from proxy.routing.kv.subscriptions import KvSubscriptions
 from proxy.settings import KvEventsSettings
@@ -24,6 +26,7 @@ class KvRouting:
     index: KvIndex
     tokens: RequestTokens
     subscriptions: KvSubscriptions
+    stakes: Stakes = field(default_factory=Stakes)  # the scorer's shares, for the picker
 
     async def start(self) -> None:
         await self.subscriptions.start()

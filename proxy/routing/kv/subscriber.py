@@ -1,4 +1,4 @@
-"""One backend's KV-event stream, applied to the index in order, on the event loop.
+"""One backend's KV-event stream, received and applied to the index on its own thread.
 
 vLLM's ZmqEventPublisher (vllm/distributed/kv_events.py) publishes on PUB
 `[topic, seq (8 bytes BE), payload]` and, given a replay endpoint, serves a ROUTER:
@@ -6,6 +6,13 @@ a request `[identity, b"", start_seq]` is answered with every buffered batch fro
 start_seq as `[identity, b"", topic, seq, payload]`, then `[identity, b"", b"", -1, b""]`.
 A DEALER sends `[b"", start_seq]` and reads those frames (a REQ socket would accept
 only one reply).
+
+Why a thread, not the event loop: the index must stay fresh while the loop is busy
+(chat-template tokenization per request, a burst of streams). On the loop, a batch
+waited for the loop's next turn: the benchmark of issue 20 measured a p99 of 4.5 s
+from vLLM's stamp to the index. Here a blocking recv wakes as the batch arrives and
+applies it under the index's lock; it competes only for the GIL, which CPython hands
+over every 5 ms (sys.getswitchinterval) however busy the loop is.
 
 Keeping the index true:
 - on (re)connect, the backend may be a new process (seq restarts at 0, its cache is
@@ -21,14 +28,13 @@ While not in sync (not yet replayed, replay failed, disconnected) the backend is
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import zmq
-import zmq.asyncio
 from zmq.utils.monitor import parse_monitor_message
 
 from proxy.routing.kv.events import EventDecodeError, decode_batch, decode_seq
@@ -36,14 +42,24 @@ from proxy.routing.kv.index import KvIndex
 
 log = logging.getLogger("ragtrim.kv")
 END = -1
-POLL_MS = 250  # a resync asked by the monitor waits at most this long
+POLL_MS = 250  # how long a stop or a resync asked by the monitor waits at most
 
 
 @dataclass(frozen=True)
 class Hooks:
-    """What a subscriber reports (the metrics in proxy/metrics.py)."""
+    """What a subscriber reports (the metrics in proxy/metrics.py); called on its thread.
 
-    lag: Callable[[float], None] = lambda seconds: None  # batch ts to receipt
+    `lag`: seconds from a live batch's `ts` to the moment its events are in the index.
+    vLLM stamps `ts` with time.time() in the scheduler once the step that made the
+    events is done (vllm/v1/core/sched/scheduler.py update_from_output), before its
+    publisher thread encodes and sends the batch; so the lag holds vLLM's queue and
+    send, the network, the wait for this thread (the GIL), and any replay the batch
+    waited for (a gap, a restart: the index was stale that long). Replayed batches are
+    not counted (their ts is old by design). Both clocks are wall clocks: across hosts
+    it also holds their skew.
+    """
+
+    lag: Callable[[float], None] = lambda seconds: None
     # reasons: connect, reconnect, gap, restart, replay_failed
     resync: Callable[[str], None] = lambda reason: None
     batch: Callable[[], None] = lambda: None
@@ -52,39 +68,47 @@ class Hooks:
 
 class KvSubscriber:
     def __init__(self, url: str, pub: str, replay: str | None, topic: str, index: KvIndex,
-                 zctx: zmq.asyncio.Context, hooks: Hooks | None = None,
+                 zctx: zmq.Context, hooks: Hooks | None = None,
                  replay_timeout: float = 2.0):  # fmt: skip
         self.url, self.pub, self.replay, self.topic = url, pub, replay or None, topic
         self.index, self.zctx, self.hooks = index, zctx, hooks or Hooks()
         self.replay_timeout = replay_timeout
         self.expected: int | None = None  # the next seq; None until in sync
+        self.stopping = threading.Event()  # set: run() returns, nothing more is applied
         self._resync_reason: str | None = "connect"
         self._dropped = False  # the connection dropped once: a reconnect resyncs
 
-    async def run(self) -> None:
+    def run(self) -> None:
+        """Receive until `stopping` is set (blocking: call it on its own thread)."""
         sub = self.zctx.socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, self.topic.encode())
         sub.setsockopt(zmq.LINGER, 0)
         monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         sub.connect(self.pub)
-        watch = asyncio.create_task(self._watch(monitor))
+        poller = zmq.Poller()
+        poller.register(sub, zmq.POLLIN)
+        poller.register(monitor, zmq.POLLIN)
         try:
-            await self._loop(sub)
+            while not self.stopping.is_set():
+                if self._resync_reason is not None:
+                    self.resync(self._resync_reason)
+                ready = dict(poller.poll(POLL_MS))
+                if monitor in ready:
+                    self._watch(parse_monitor_message(monitor.recv_multipart()))
+                if sub in ready:
+                    self.handle(sub.recv_multipart())
         finally:
-            watch.cancel()
             sub.disable_monitor()
             monitor.close(0)
             sub.close(0)
 
-    async def _watch(self, monitor: zmq.asyncio.Socket) -> None:
+    def _watch(self, event: dict) -> None:
         """Connection changes: a reconnect may be a new process, so resync."""
-        while True:
-            event = parse_monitor_message(await monitor.recv_multipart())
-            if event["event"] == zmq.EVENT_CONNECTED and self._dropped:
-                self._resync_reason = "reconnect"
-            elif event["event"] == zmq.EVENT_DISCONNECTED:
-                self._dropped = True
-                self._out_of_sync()
+        if event["event"] == zmq.EVENT_CONNECTED and self._dropped:
+            self._resync_reason = "reconnect"
+        elif event["event"] == zmq.EVENT_DISCONNECTED:
+            self._dropped = True
+            self._out_of_sync()
 
     def _out_of_sync(self) -> None:
         self.expected = None
@@ -92,33 +116,35 @@ class KvSubscriber:
         if state is not None:
             state.synced = False
 
-    async def _loop(self, sub: zmq.asyncio.Socket) -> None:
-        while True:
-            if self._resync_reason is not None:
-                await self.resync(self._resync_reason)
-            if await sub.poll(POLL_MS):
-                await self.handle(await sub.recv_multipart())
-
-    async def resync(self, reason: str) -> None:
+    def resync(self, reason: str) -> None:
         """Forget this backend's blocks and rebuild them from a replay from seq 0."""
         self._resync_reason = None
         self.hooks.resync(reason)
-        self.index.reset(self.url)
+        self._locked(lambda: self.index.reset(self.url))
         self.expected = 0
-        if self.replay is not None and not await self._replay_from(0):
+        if self.replay is not None and not self._replay_from(0):
             self._out_of_sync()
             self._resync_reason = "replay_failed"
-            await asyncio.sleep(self.replay_timeout)  # retried before the next message
+            self.stopping.wait(self.replay_timeout)  # retried before the next message
             return
         self._mark_synced()
 
-    def _mark_synced(self) -> None:
-        state = self.index.backend(self.url)
-        if state is None:
-            state = self.index.reset(self.url)
-        state.synced = True
+    def _locked(self, change: Callable[[], object]) -> None:
+        """Change the index unless stopping (a leaver's blocks, once forgotten, stay so)."""
+        with self.index.lock:
+            if not self.stopping.is_set():
+                change()
 
-    async def handle(self, frames: list[bytes]) -> None:
+    def _mark_synced(self) -> None:
+        def mark() -> None:
+            state = self.index.backend(self.url)
+            if state is None:  # not `or`: an empty BackendBlocks is falsy
+                state = self.index.reset(self.url)
+            state.synced = True
+
+        self._locked(mark)
+
+    def handle(self, frames: list[bytes]) -> None:
         """One live message: apply it in order, replaying or resyncing around it."""
         try:
             _, seq_frame, payload = frames
@@ -127,49 +153,48 @@ class KvSubscriber:
             self.hooks.bad()
             return
         if self.expected is None or seq < self.expected:
-            await self.resync("connect" if self.expected is None else "restart")
+            self.resync("connect" if self.expected is None else "restart")
         elif seq > self.expected:
-            await self._gap()
+            self._gap()
         if self.expected is not None and seq < self.expected:
             return  # already applied by the replay
         self._apply(seq, payload, live=True)
 
-    async def _gap(self) -> None:
+    def _gap(self) -> None:
         self.hooks.resync("gap")
-        if self.replay is None or not await self._replay_from(self.expected or 0):
-            self.index.reset(self.url)
+        if self.replay is None or not self._replay_from(self.expected or 0):
+            self._locked(lambda: self.index.reset(self.url))
             self._mark_synced()  # from here on the events are complete again
 
     def _apply(self, seq: int, payload: bytes, *, live: bool) -> None:
+        self.expected = seq + 1
         try:
             batch = decode_batch(payload)
         except EventDecodeError:
             self.hooks.bad()
-            self.expected = seq + 1
             return
+        self._locked(lambda: self.index.apply(self.url, batch.events))
         if live:
             self.hooks.lag(max(time.time() - batch.ts, 0.0))
-        self.index.apply(self.url, batch.events)
         self.hooks.batch()
-        self.expected = seq + 1
 
-    async def _replay_from(self, start: int) -> bool:
+    def _replay_from(self, start: int) -> bool:
         """Ask the ROUTER for every batch from `start`; False on a timeout or bad frame."""
         dealer = self.zctx.socket(zmq.DEALER)
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.connect(self.replay)
         try:
-            await dealer.send_multipart([b"", start.to_bytes(8, "big")])
-            return await self._read_replay(dealer)
+            dealer.send_multipart([b"", start.to_bytes(8, "big")])
+            return self._read_replay(dealer)
         finally:
             dealer.close(0)
 
-    async def _read_replay(self, dealer: zmq.asyncio.Socket) -> bool:
+    def _read_replay(self, dealer: zmq.Socket) -> bool:
         while True:
-            if not await dealer.poll(self.replay_timeout * 1000):
+            if not dealer.poll(self.replay_timeout * 1000):
                 log.warning("kv replay from %s timed out", self.replay)
                 return False
-            frames = await dealer.recv_multipart()
+            frames = dealer.recv_multipart()
             if len(frames) != 4:
                 self.hooks.bad()
                 return False

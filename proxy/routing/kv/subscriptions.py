@@ -5,9 +5,10 @@ Event endpoints follow the backend's address: `http://10.0.0.5:8000` publishes o
 binds `tcp://*:<port>`), unless `kv_events.endpoints` names that backend's own.
 DNS discovery (proxy/routing/discovery.py) replaces the pool's list as replicas join
 and leave; every `interval` seconds the subscribers are reconciled with it: a joiner
-is subscribed, a leaver's subscriber stops and its blocks are forgotten. The zmq
-context and the tasks live on the event loop, started and stopped by the components'
-lifespan (proxy/components.py).
+is subscribed, a leaver's subscriber stops and its blocks are forgotten. Each
+subscriber runs on its own thread (proxy/routing/kv/subscriber.py says why); the
+following task runs on the event loop; all are started and stopped by the
+components' lifespan (proxy/components.py).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from urllib.parse import urlsplit
 
-import zmq.asyncio
+import zmq
 
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.subscriber import Hooks, KvSubscriber
+from proxy.routing.kv.subscriber import POLL_MS, Hooks, KvSubscriber
 from proxy.settings import KvEventsSettings
 
 log = logging.getLogger("ragtrim.kv")
@@ -43,12 +45,12 @@ class KvSubscriptions:
                  hooks: Hooks | None = None):  # fmt: skip
         self.pool, self.index, self.settings = pool, index, settings
         self.hooks = hooks or Hooks()
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self._zctx: zmq.asyncio.Context | None = None
+        self.subscribers: dict[str, tuple[KvSubscriber, threading.Thread]] = {}
+        self._zctx: zmq.Context | None = None
         self._follow: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._zctx = zmq.asyncio.Context()
+        self._zctx = zmq.Context()
         self.reconcile()
         self._follow = asyncio.create_task(self._follow_pool())
 
@@ -58,40 +60,53 @@ class KvSubscriptions:
             self.reconcile()
 
     def reconcile(self) -> None:
-        """Subscribe joiners, drop leavers (and their blocks); restart a dead task."""
+        """Subscribe joiners, drop leavers (and their blocks); restart a dead thread."""
         urls = {ep.url for ep in self.pool.endpoints}
-        for url in list(self.tasks):
+        for url in list(self.subscribers):
             if url not in urls:
-                self.tasks.pop(url).cancel()
-                self.index.forget(url)
+                sub, _ = self.subscribers.pop(url)
+                with self.index.lock:  # after this, its thread changes nothing
+                    sub.stopping.set()
+                    self.index.forget(url)
         for url in urls:
-            task = self.tasks.get(url)
-            if task is None or task.done():
-                self.tasks[url] = asyncio.create_task(self._run(url))
+            entry = self.subscribers.get(url)
+            if entry is None or not entry[1].is_alive():
+                self.subscribers[url] = self._spawn(url)
 
-    async def _run(self, url: str) -> None:
+    def _spawn(self, url: str) -> tuple[KvSubscriber, threading.Thread]:
         assert self._zctx is not None
         pub, replay = event_endpoints(url, self.settings)
         sub = KvSubscriber(url, pub, replay, self.settings.topic, self.index, self._zctx,
                            self.hooks, self.settings.replay_timeout)  # fmt: skip
+        thread = threading.Thread(target=self._run, args=(sub,), name=f"kv-events {url}",
+                                  daemon=True)  # fmt: skip
+        thread.start()
+        return sub, thread
+
+    def _run(self, sub: KvSubscriber) -> None:
         try:
-            await sub.run()
-        except asyncio.CancelledError:
-            raise
+            sub.run()
         except Exception as exc:  # noqa: BLE001 - logged; reconcile() restarts it
-            log.warning("kv events of %s failed: %r", url, exc)
-            state = self.index.backend(url)
+            log.warning("kv events of %s failed: %r", sub.url, exc)
+            state = self.index.backend(sub.url)
             if state is not None:
                 state.synced = False
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._follow, *self.tasks.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
+        """Stop every thread (each returns within a poll or a replay timeout), then the
+        context; waited for off the loop."""
+        if self._follow is not None:
+            self._follow.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self.tasks.clear()
+                await self._follow
+        entries = list(self.subscribers.values())
+        self.subscribers.clear()
+        for sub, _ in entries:
+            sub.stopping.set()
+        limit = self.settings.replay_timeout + POLL_MS / 1000 + 1.0
+        for _, thread in entries:
+            await asyncio.to_thread(thread.join, limit)
         if self._zctx is not None:
-            self._zctx.term()
-            self._zctx = None
+            zctx, self._zctx = self._zctx, None
+            if all(not thread.is_alive() for _, thread in entries):
+                zctx.term()  # else a stuck thread's socket would block term() forever

@@ -62,3 +62,23 @@ async def test_kv_warm_loads_the_tokenizer_off_the_loop():
     kv = build_kv(KvEventsSettings(enabled=True), p, Metrics())
     await kv.warm(p.endpoints[0])
     assert kv.tokens._by_root[str(TINY)] is not None
+
+
+def test_without_wait_a_cold_tokenizer_loads_on_a_thread_and_gives_no_ids_yet():
+    """The router asks with wait=False: it never loads a tokenizer on the event loop
+    (seconds); the first ask starts one load on a thread, later asks get ids."""
+    import time
+
+    tokens = RequestTokens(pool(str(TINY)))
+    body = {"messages": [SYSTEM, {"role": "user", "content": "Hi"}]}
+    t0 = time.perf_counter()
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) is None
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) is None  # still loading
+    assert time.perf_counter() - t0 < 0.5 and tokens._loading == {str(TINY)}
+    for _ in range(300):
+        if tokens.ids("chat", body, "tiny-llama", wait=False):
+            break
+        time.sleep(0.05)
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) == tokens.ids(
+        "chat", body, "tiny-llama"
+    )

@@ -10,6 +10,7 @@ from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.events import BlockStored
 from proxy.routing.kv.index import KvIndex
+from proxy.routing.kv.picker import KvBoundedLoad
 from proxy.routing.kv.scorer import TIE_WEIGHT, KvCacheScorer
 from proxy.routing.kv.service import build_kv
 from proxy.routing.registry import build_router
@@ -25,7 +26,8 @@ class Ids:
     def __init__(self, ids):
         self.value = ids
 
-    def ids(self, route, body, model):
+    def ids(self, route, body, model, wait=True):
+        assert not wait  # the scorer never loads a tokenizer on the event loop
         return self.value
 
 
@@ -102,14 +104,15 @@ def test_ties_spread_over_backends():
 def test_registry_default_is_kv_cache_with_events_on():
     on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
     assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
-    assert on.bounded_min_in_flight == 3 and RoutingSettings().bounded_min_in_flight == 8
-    kept = RoutingSettings(kv_events=KvEventsSettings(enabled=True), bounded_min_in_flight=8)
-    assert kept.bounded_min_in_flight == 8  # set explicitly: kept
+    assert on.bounded_min_in_flight == 8 and on.kv_events.spill_floor == 3
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
     metrics = Metrics()
     kv = build_kv(on.kv_events, EndpointPool(), metrics)
     router = build_router(on, metrics, kv=kv)
     assert isinstance(router.scorers[0].scorer, KvCacheScorer)
+    assert isinstance(router.picker, KvBoundedLoad)
+    assert (router.picker.held, router.picker.free) == (8, 3)
+    assert router.scorers[0].scorer.stakes is router.picker.stakes is kv.stakes
     with pytest.raises(ValueError, match="kv_events.enabled"):
         build_router(RoutingSettings(scorers="kv_cache"), Metrics())
     assert build_kv(KvEventsSettings(), EndpointPool(), metrics) is None

@@ -1,11 +1,14 @@
 """The subscriber against a publisher that speaks vLLM's protocol (PUB + replay ROUTER,
 as vllm/distributed/kv_events.py ZmqEventPublisher): in order, gaps replayed, a seq
-going back resyncs, undecodable messages counted."""
+going back resyncs, undecodable messages counted; on its own thread, so a blocked
+event loop does not hold the index back."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+import time
 
 import msgspec
 import zmq
@@ -79,6 +82,26 @@ async def until(cond, timeout: float = 5.0) -> None:
     raise AssertionError("condition not met")
 
 
+@contextlib.contextmanager
+def running(sub: KvSubscriber):
+    """The subscriber on its own thread, as KvSubscriptions runs it; always stopped."""
+    thread = threading.Thread(target=sub.run, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        sub.stopping.set()
+        thread.join(5)
+        assert not thread.is_alive()
+
+
+def subscriber(pub: FakePublisher, index: KvIndex, hooks: Hooks | None = None,
+               timeout: float = 1.0) -> KvSubscriber:  # fmt: skip
+    return KvSubscriber(URL, f"tcp://127.0.0.1:{pub.pub_port}",
+                        f"tcp://127.0.0.1:{pub.replay_port}", "kv", index, zmq.Context.instance(),
+                        hooks, replay_timeout=timeout)  # fmt: skip
+
+
 @contextlib.asynccontextmanager
 async def rig():
     zctx = zmq.asyncio.Context()
@@ -87,18 +110,14 @@ async def rig():
     seen: dict[str, list] = {"resync": [], "lag": [], "bad": []}
     hooks = Hooks(lag=seen["lag"].append, resync=seen["resync"].append,
                   bad=lambda: seen["bad"].append(1))  # fmt: skip
-    sub = KvSubscriber(URL, f"tcp://127.0.0.1:{pub.pub_port}", f"tcp://127.0.0.1:{pub.replay_port}",
-                       "kv", index, zctx, hooks, replay_timeout=1.0)  # fmt: skip
-    task = asyncio.create_task(sub.run())
-    await until(lambda: index.backend(URL) is not None and index.backend(URL).synced)
-    await asyncio.sleep(0.2)  # the SUB connection settles (slow joiner)
-    try:
-        yield pub, index, seen
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        pub.close()
-        zctx.term()
+    with running(subscriber(pub, index, hooks)):
+        await until(lambda: index.backend(URL) is not None and index.backend(URL).synced)
+        await asyncio.sleep(0.2)  # the SUB connection settles (slow joiner)
+        try:
+            yield pub, index, seen
+        finally:
+            pub.close()
+            zctx.term()
 
 
 def held(index: KvIndex, tokens: list[int]) -> int:
@@ -111,6 +130,33 @@ async def test_live_events_reach_the_index_with_lag():
         await pub.send(payload(stored(2, [5, 6, 7, 8], parent=1)))
         await until(lambda: held(index, [1, 2, 3, 4, 5, 6, 7, 8]) == 2)
         assert seen["lag"] and all(0 <= lag < 5 for lag in seen["lag"])
+
+
+async def test_a_blocked_event_loop_does_not_hold_the_index_back():
+    """The loop busy for 1.5 s (a long tokenization, a burst): the batch is applied
+    meanwhile, on the subscriber's thread, with its lag measured there."""
+    async with rig() as (pub, index, seen):
+        await pub.send(payload(stored(1, [1, 2, 3, 4])))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5 and held(index, [1, 2, 3, 4]) == 0:
+            time.sleep(0.01)  # blocks the loop: no await
+        assert held(index, [1, 2, 3, 4]) == 1
+        assert time.monotonic() - t0 < 1.5 and seen["lag"][-1] < 1.0
+
+
+def test_a_stopped_subscriber_changes_nothing_more():
+    """A leaver is forgotten under the index's lock once `stopping` is set (as
+    KvSubscriptions.reconcile does): a batch it still handles must not bring it back."""
+    index = KvIndex()
+    sub = KvSubscriber(URL, "tcp://127.0.0.1:1", None, "kv", index, zmq.Context.instance())
+    sub.expected = 0
+    sub.handle([TOPIC, (0).to_bytes(8, "big"), payload(stored(1, [1, 2, 3, 4]))])
+    assert held(index, [1, 2, 3, 4]) == 1
+    with index.lock:
+        sub.stopping.set()
+        index.forget(URL)
+    sub.handle([TOPIC, (1).to_bytes(8, "big"), payload(stored(2, [5, 6, 7, 8], parent=1))])
+    assert index.backend(URL) is None
 
 
 async def test_a_gap_is_replayed():
@@ -146,31 +192,20 @@ async def test_history_is_replayed_on_connect():
     pub = FakePublisher(zctx)
     await pub.send(payload(stored(1, [1, 2, 3, 4])), live=False)  # before ragtrim started
     index = KvIndex()
-    sub = KvSubscriber(URL, f"tcp://127.0.0.1:{pub.pub_port}", f"tcp://127.0.0.1:{pub.replay_port}",
-                       "kv", index, zctx)  # fmt: skip
-    task = asyncio.create_task(sub.run())
     try:
-        await until(lambda: index.backend(URL) is not None and index.backend(URL).synced)
-        assert held(index, [1, 2, 3, 4]) == 1 and pub.replays == [0]
+        with running(subscriber(pub, index, timeout=2.0)):
+            await until(lambda: index.backend(URL) is not None and index.backend(URL).synced)
+            assert held(index, [1, 2, 3, 4]) == 1 and pub.replays == [0]
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
         pub.close()
         zctx.term()
 
 
-async def test_no_replay_answer_leaves_the_backend_out_of_sync():
-    zctx = zmq.asyncio.Context()
+def test_no_replay_answer_leaves_the_backend_out_of_sync():
     index = KvIndex()
-    port = free_port()
-    sub = KvSubscriber(URL, f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{port}", "kv",
-                       index, zctx, replay_timeout=0.2)  # fmt: skip
-    task = asyncio.create_task(sub.run())
-    try:
-        await asyncio.sleep(0.5)
+    sub = KvSubscriber(URL, f"tcp://127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}",
+                       "kv", index, zmq.Context.instance(), replay_timeout=0.2)  # fmt: skip
+    with running(sub):
+        time.sleep(0.5)
         state = index.backend(URL)
         assert state is None or not state.synced
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        zctx.term()

@@ -29,15 +29,15 @@ async def test_joiners_are_subscribed_and_leavers_forgotten():
                                                          replay_timeout=0.1))  # fmt: skip
     await subs.start()
     try:
-        assert set(subs.tasks) == {"http://127.0.0.1:1"}
+        assert set(subs.subscribers) == {"http://127.0.0.1:1"}
         pool.add("http://127.0.0.1:2")
         await asyncio.sleep(0.2)
-        assert set(subs.tasks) == {"http://127.0.0.1:1", "http://127.0.0.1:2"}
+        assert set(subs.subscribers) == {"http://127.0.0.1:1", "http://127.0.0.1:2"}
         index.reset("http://127.0.0.1:1")
         pool.remove("http://127.0.0.1:1")
         await asyncio.sleep(0.2)
-        assert set(subs.tasks) == {"http://127.0.0.1:2"}
+        assert set(subs.subscribers) == {"http://127.0.0.1:2"}
         assert index.backend("http://127.0.0.1:1") is None
     finally:
         await subs.stop()
-    assert subs.tasks == {}
+    assert subs.subscribers == {}

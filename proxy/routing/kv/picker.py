@@ -1,0 +1,107 @@
+"""The bounded-load picker with KV events: its floor scales with what a spill loses.
+
+proxy/routing/bounded.py keeps a request on its first choice while that replica has
+fewer than `min_in_flight` in flight, because a spill prefills the whole prefix again
+elsewhere. With KV events ragtrim knows how much a spill loses, request by request:
+the share of the request's blocks the first choice holds beyond what the best other
+candidate holds (the `stake`, 0..1, from the kv_cache scorer). So
+
+    floor = free + (held - free) × stake
+
+`held` is routing.bounded_min_in_flight (8, rendezvous' floor): a request whose blocks
+sit only on its replica (a conversation's next turn, an application's prefix under
+cache pressure) stays as under rendezvous. `free` is kv_events.spill_floor (3): a
+request held as well elsewhere (a new conversation on a system prompt every replica
+holds) loses nothing by spilling, so it spreads early. Issue 20's first benchmark
+had the fixed floor 3 for every request: under cache pressure kv spilled held
+prefixes and hit 0.870 against rendezvous' 0.974 (bench/results/prefix_routing.json).
+
+Unless the next-best candidate (where a spill goes) has room: in sync and no eviction (BlockRemoved)
+for ROOM_WINDOW_S. Then storing the spilled blocks there evicts nobody's, the spill
+costs one prefill and buys the prefix a second home, so the floor is `free`. That is
+one application's case (one system prompt, first stored on one replica: with the
+scaled floor alone its new conversations, held only there, never reached 8 in flight
+at --concurrency 4, and all of them stayed on one replica, max/mean load 2.0 in a
+smoke run of bench.prefix_routing), never cache pressure's (every replica evicts).
+
+A request the scorer could not score (no token ids, stale or cold: it fell back to
+rendezvous affinity) gets `held`, rendezvous' floor, as it gets its scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from proxy.context import RequestContext
+from proxy.routing.bounded import BoundedLoad
+from proxy.routing.endpoint import Endpoint
+
+# A replica that evicted nothing for a minute has room: vLLM drops a cached block when
+# it reuses it for a new one (vllm/v1/core/block_pool.py _maybe_evict_cached_block);
+# a replica under cache pressure does that with every new prefix.
+ROOM_WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Held:
+    """One request's leading-block share per in-sync candidate, and those with room."""
+
+    shares: dict[Endpoint, float]
+    roomy: frozenset[Endpoint] = frozenset()
+
+
+class Stakes:
+    """The kv_cache scorer's shares of the request being ranked, for the picker.
+
+    Router.rank runs the scorers, then the picker, for one request without yielding
+    the loop, so one slot suffices; it is keyed by the request context itself, so a
+    picker never reads another request's shares, and read once."""
+
+    def __init__(self) -> None:
+        self._slot: tuple[RequestContext, Held | None] | None = None
+
+    def put(self, ctx: RequestContext, held: Held | None) -> None:
+        self._slot = (ctx, held)
+
+    def take(self, ctx: RequestContext) -> Held | None:
+        slot, self._slot = self._slot, None
+        return slot[1] if slot is not None and slot[0] is ctx else None
+
+
+def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> float | None:
+    """The first choice's share beyond the best other's; None when it has no share."""
+    if not shares or not ranked or ranked[0] not in shares:
+        return None
+    others = [shares.get(ep, 0.0) for ep in ranked[1:]]
+    return max(0.0, shares[ranked[0]] - max(others, default=0.0))
+
+
+class KvBoundedLoad:
+    name = "bounded"
+
+    def __init__(self, stakes: Stakes, epsilon: float = 0.25, held: int = 8, free: int = 3,
+                 on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+        if free < 0 or held < 0:
+            raise ValueError("floors must be >= 0")
+        self.stakes, self.epsilon = stakes, epsilon
+        self.held, self.free = held, min(free, held)  # a floor set below 3 lowers both
+        self.on_spill = on_spill
+
+    def floor(self, share: float | None) -> int:
+        if share is None:
+            return self.held
+        return round(self.free + (self.held - self.free) * share)
+
+    def floor_for(self, held: Held | None, ranked: Sequence[Endpoint]) -> int:
+        if held is not None and len(ranked) > 1 and ranked[1] in held.roomy:
+            return self.free  # the spill would evict nothing there
+        return self.floor(stake(held.shares if held else None, ranked))
+
+    def order(
+        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+    ) -> list[Endpoint]:
+        held = self.stakes.take(ctx)
+        ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
+        picker = BoundedLoad(self.epsilon, self.floor_for(held, ranked), self.on_spill)
+        return picker.order(ctx, totals, ranked)
