@@ -113,10 +113,12 @@ async def test_a_pod_that_leaves_discovery_leaves_no_state_behind():
     ctx = RequestContext(request_id="late", route="chat", raw=b"{}", body={}, headers={})
     fleet.feedback.observe(ctx, FAST, {"prompt_tokens": 10}, ttft_ms=50.0)
     fleet.feedback.prefill_sample(FAST, 2000, 60.0)
+    fleet.gate.observe_prefill(FAST, 2000, 60.0)
     fleet.gate.observe_queue(FAST, 0, 1)
     fleet.scraper.poke(FAST)
     assert FAST not in fleet.metrics.render().decode()
     assert fleet.gate.prefill_ms_per_token() == 1.0 and fleet.gate.queue.waiting() == 5
+    assert [ep.url for ep in fleet.pool.endpoints] == [SLOW]
     assert fast.scrape.task is None  # no new read was started for it
     await fleet.feedback.drain()
 
