@@ -7,17 +7,15 @@ elsewhere):
   body is read to the last byte relayed. The key is checked on the head and the body
   read before a slot is taken (proxy/forward.py), so an unauthenticated client, or one
   that stalls its body until http.body_timeout cuts it, never holds one (issue 23);
-- `max_in_flight_per_backend`: a backend at its limit is filtered out of the
-  candidates; when every candidate is full the request gets 429.
+- `max_in_flight_per_backend` is a routing filter, `room` (proxy/routing/filters.py):
+  a backend at its limit is not a candidate; when every candidate is full the request
+  gets the same 429 with Retry-After.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from proxy.errors import Overloaded
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import Endpoint
 from proxy.settings import LimitSettings
 
 
@@ -41,12 +39,3 @@ class Admission:
 
     def leave(self) -> None:
         self.in_flight -= 1
-
-    def with_room(self, candidates: Sequence[Endpoint]) -> list[Endpoint]:
-        cap = self.limits.max_in_flight_per_backend
-        if not cap:
-            return list(candidates)
-        room = [ep for ep in candidates if ep.in_flight < cap]
-        if not room:
-            raise self._refuse("backend", f"every backend is at its limit of {cap} in flight")
-        return room

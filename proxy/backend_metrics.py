@@ -23,6 +23,12 @@ WAITING and RUNNING lists; the gateway API inference extension's endpoint picker
 the same two), handed to `queue(backend, waiting, running)` on every read. Under load
 reads come at most every `min_interval`; idle, none come, and the gate lets a reading
 age out.
+
+Where each backend's reads stand (`ScrapeCursor`) lives on its record in the pool
+(proxy/routing/endpoint.py): a backend that leaves the pool is forgotten with it, and
+a read in progress is cancelled. Reads go over the data plane's transport and error
+mapping (proxy/upstream/control.py); a read that failed for ragtrim's own reasons
+(EMFILE) says nothing about the backend and does not turn its reads off.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ import logging
 import time
 from collections.abc import Callable
 
-import httpx
+from proxy.errors import LocalResourceError, UpstreamError
+from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.upstream.control import call
+from proxy.upstream.transport import Transport
 
 log = logging.getLogger("ragtrim.prefill")
 TIME = "vllm:request_prefill_time_seconds"
@@ -88,65 +97,82 @@ def sample_between(before: dict[str, float] | None, now: dict[str, float]):
 
 
 class MetricsScraper:
-    def __init__(self, client: httpx.AsyncClient, observe: Observe, *, min_interval: float,
-                 timeout: float = 2.0, retry_s: float = 60.0,
+    def __init__(self, pool: EndpointPool, transport: Transport, observe: Observe, *,
+                 min_interval: float, timeout: float = 2.0, retry_s: float = 60.0,
                  queue: Queue | None = None):  # fmt: skip
-        self.client = client
+        self.pool = pool
+        self.transport = transport
         self.observe = observe
         self.queue = queue
         self.min_interval = min_interval
         self.timeout = timeout
         self.retry_s = retry_s
-        self._last: dict[str, dict[str, float]] = {}
-        self._read_at: dict[str, float] = {}
-        self._off_until: dict[str, float] = {}
-        self._again: set[str] = set()
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        pool.on_removed.append(self.forget)
 
     def poke(self, backend: str) -> None:
         """A response from `backend` finished: read its metrics soon."""
-        if time.monotonic() < self._off_until.get(backend, 0.0):
+        ep = self.pool.get(backend)
+        if ep is None or time.monotonic() < ep.scrape.off_until:
             return
-        if backend in self._tasks:
-            self._again.add(backend)
+        cursor = ep.scrape
+        if cursor.task is not None:
+            cursor.again = True
             return
-        task = asyncio.create_task(self._run(backend))
-        self._tasks[backend] = task
-        task.add_done_callback(lambda _: self._tasks.pop(backend, None))
+        cursor.task = asyncio.create_task(self._run(ep))
+        cursor.task.add_done_callback(lambda _: setattr(cursor, "task", None))
 
-    async def _run(self, backend: str) -> None:
+    def forget(self, ep: Endpoint) -> None:
+        """`ep` left the pool: stop reading it (its cursor goes with its record)."""
+        if ep.scrape.task is not None:
+            ep.scrape.task.cancel()
+
+    async def _run(self, ep: Endpoint) -> None:
+        cursor = ep.scrape
         while True:
-            wait = self._read_at.get(backend, -1e9) + self.min_interval - time.monotonic()
+            wait = cursor.read_at + self.min_interval - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            self._again.discard(backend)
-            await self.scrape(backend)
-            if backend not in self._again:
+            cursor.again = False
+            await self.scrape(ep)
+            if not cursor.again:
                 return
 
-    async def scrape(self, backend: str) -> tuple[float, float] | None:
-        self._read_at[backend] = time.monotonic()
+    async def read(self, ep: Endpoint) -> str | None:
+        """The backend's metrics page; None (and its reads off for `retry_s` unless the
+        failure was ragtrim's own) when there is none."""
         try:
-            resp = await self.client.get(f"{backend}/metrics", timeout=self.timeout)
-            resp.raise_for_status()
-            now = parse_totals(resp.text)
-            gauges = parse_gauges(resp.text)
-        except httpx.HTTPError as exc:
-            log.info("no prefill metrics from %s (%r); retry in %.0f s", backend, exc,
-                     self.retry_s)  # fmt: skip
-            self._off_until[backend] = time.monotonic() + self.retry_s
+            reply = await call(self.transport, "GET", f"{ep.url}/metrics", timeout=self.timeout,
+                               phase="metrics scrape")  # fmt: skip
+        except LocalResourceError as exc:
+            log.info("metrics of %s not read: %s", ep.url, exc.message)
             return None
+        except UpstreamError as exc:
+            why = exc.message
+        else:
+            if reply.status == 200:
+                return reply.body.decode("utf-8", "replace")
+            why = f"HTTP {reply.status}"
+        log.info("no prefill metrics from %s (%s); retry in %.0f s", ep.url, why, self.retry_s)
+        ep.scrape.off_until = time.monotonic() + self.retry_s
+        return None
+
+    async def scrape(self, ep: Endpoint) -> tuple[float, float] | None:
+        ep.scrape.read_at = time.monotonic()
+        text = await self.read(ep)
+        if text is None or self.pool.get(ep.url) is not ep:
+            return None
+        now, gauges = parse_totals(text), parse_gauges(text)
         if self.queue is not None and len(gauges) == len(GAUGES):
-            self.queue(backend, gauges[GAUGES[0]], gauges[GAUGES[1]])
-        sample = sample_between(self._last.get(backend), now)
+            self.queue(ep.url, gauges[GAUGES[0]], gauges[GAUGES[1]])
+        sample = sample_between(ep.scrape.last, now)
         if now:
-            self._last[backend] = now
+            ep.scrape.last = now
         if sample is not None:
-            self.observe(backend, *sample)
+            self.observe(ep.url, *sample)
         return sample
 
     async def drain(self) -> None:
-        tasks = list(self._tasks.values())
+        tasks = [ep.scrape.task for ep in self.pool.endpoints if ep.scrape.task is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

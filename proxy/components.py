@@ -10,9 +10,6 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass
-from http.cookiejar import CookieJar, DefaultCookiePolicy
-
-import httpx
 
 from cache.features import FeatureCache
 from cache.memo import ChunkMemo
@@ -41,7 +38,7 @@ from proxy.routing.endpoint import EndpointPool
 from proxy.routing.health import HealthChecker
 from proxy.routing.kv.service import KvRouting, build_kv
 from proxy.routing.registry import build_router
-from proxy.settings import CompressionSettings, Settings, TimeoutSettings
+from proxy.settings import CompressionSettings, Settings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
 from proxy.stages.options import OptionsStage
@@ -62,7 +59,6 @@ class Components:
     settings: Settings
     metrics: Metrics
     pool: EndpointPool
-    client: httpx.AsyncClient
     health: HealthChecker
     store: KVStore
     engine: CompressionEngine
@@ -101,20 +97,10 @@ class Components:
         if self.kv is not None:
             await self.kv.stop()
         await self.feedback.drain()
-        await self.client.aclose()
         await self.transport.aclose()
         await self.ops.aclose()
         await self.store.aclose()
         self.engine.close()
-
-
-def make_control_client(timeouts: TimeoutSettings) -> httpx.AsyncClient:
-    """For health checks and warm-up (not the data plane): it never stores cookies."""
-    timeout = httpx.Timeout(
-        connect=timeouts.connect, read=None, write=timeouts.connect, pool=timeouts.connect
-    )
-    jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
-    return httpx.AsyncClient(timeout=timeout, cookies=jar)
 
 
 def make_store(settings: Settings, metrics: Metrics) -> KVStore:
@@ -160,9 +146,9 @@ def make_feature_cache(c: CompressionSettings, store: KVStore,
     return cache
 
 
-def make_gate(c: CompressionSettings, compressor: Compressor) -> CostGate:
+def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool) -> CostGate:
     """The compressor's own cost prior decides until its start-up measurement lands."""
-    return CostGate(c.policy, prior_ms_per_1k=compressor.prior_ms_per_1k,
+    return CostGate(c.policy, pool=pool, prior_ms_per_1k=compressor.prior_ms_per_1k,
                     min_context_tokens=c.min_context_tokens,
                     max_added_ms=c.max_added_ms,
                     prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
@@ -187,10 +173,10 @@ def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngi
 
 
 def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
-                  prefixes: PrefixRegistry, client: httpx.AsyncClient) -> Feedback:  # fmt: skip
-    feedback = Feedback(metrics, gate, prefixes)
+                  prefixes: PrefixRegistry, transport: Transport) -> Feedback:  # fmt: skip
+    feedback = Feedback(metrics, gate, prefixes, gate.pool)
     if c.prefill_metrics:
-        feedback.prefill = MetricsScraper(client, feedback.prefill_sample,
+        feedback.prefill = MetricsScraper(gate.pool, transport, feedback.prefill_sample,
                                           min_interval=c.prefill_scrape_interval,
                                           queue=gate.observe_queue)  # fmt: skip
     return feedback
@@ -245,12 +231,15 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback) -> list[object]:
 
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
-                   tenant: TenantStage) -> Forwarder:  # fmt: skip
-    response = ResponsePath(transport, settings.timeouts, metrics, settings.upstream,
-                            make_hooks(settings, metrics, feedback))  # fmt: skip
-    return Forwarder(pool, router, pipeline, response, Admission(settings.limits, metrics),
-                     tenant.authenticate, settings.max_body_bytes,
-                     log_prompts=settings.log_prompts)  # fmt: skip
+                   tenant: TenantStage, ops: Operations) -> Forwarder:  # fmt: skip
+    """The data plane gets the traced router, transport and feedback (issue 22); the
+    control plane (health, scrapes, warm-up) the bare ones."""
+    response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
+                            settings.upstream,
+                            make_hooks(settings, metrics, ops.wrap_feedback(feedback)))  # fmt: skip
+    return Forwarder(pool, ops.wrap_router(router), pipeline, response,
+                     Admission(settings.limits, metrics), tenant.authenticate,
+                     settings.max_body_bytes, log_prompts=settings.log_prompts)  # fmt: skip
 
 
 def build(
@@ -265,30 +254,29 @@ def build(
     pool = EndpointPool.from_urls(static_backends)
     metrics.watch_pool(pool)
     transport = transport or AiohttpTransport(settings.timeouts.connect)
-    client = make_control_client(settings.timeouts)
     store = store if store is not None else make_store(settings, metrics)
     ops = make_operations(settings, store, metrics)
     c = settings.compression
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
-    gate = make_gate(c, engine.compressor)
+    gate = make_gate(c, engine.compressor, pool)
     tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
                         settings.log_prompts, ops.tracing)  # fmt: skip
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
-    router = ops.wrap_router(build_router(settings.routing, metrics, panic=settings.health.panic,
-                                          kv=kv))  # fmt: skip
+    router = build_router(settings.routing, metrics, panic=settings.health.panic, kv=kv,
+                          limits=settings.limits)  # fmt: skip
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
-    feedback = make_feedback(c, metrics, gate, prefixes, client)
-    forwarder = make_forwarder(settings, pool, router, ops.wrap_transport(transport), pipeline,
-                               metrics, ops.wrap_feedback(feedback), tenant)  # fmt: skip
-    health = HealthChecker(pool, client, settings.health)
-    health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, client, metrics))
+    feedback = make_feedback(c, metrics, gate, prefixes, transport)
+    forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
+                               tenant, ops)  # fmt: skip
+    health = HealthChecker(pool, transport, settings.health)
+    health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, transport, metrics, router))
     if kv is not None:
         health.on_healthy.append(kv.warm)  # the chat tokenizer, loaded off the loop
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)
     return Components(
-        settings=settings, metrics=metrics, pool=pool, client=client, health=health,
+        settings=settings, metrics=metrics, pool=pool, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant,
         ingest=Ingest(engine, c.rate, c.limits), ops=ops, discovery=discovery, kv=kv,

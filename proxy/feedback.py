@@ -3,7 +3,11 @@ the prefix registry. Never on the client's critical path; failures fail open.
 
 The gate's prefill samples come from two sources: a streamed response's TTFT with
 the usage vLLM reported, and (for every response, streamed or not) the backend's own
-prefill metrics, read by `prefill` (a MetricsScraper, proxy/backend_metrics.py) when set."""
+prefill metrics, read by `prefill` (a MetricsScraper, proxy/backend_metrics.py) when set.
+
+Per-backend totals live on the backend's record (proxy/routing/endpoint.py): an answer
+from a backend that has left the pool meanwhile (discovery) updates nothing about it,
+so no label series or state for it comes back after the pool dropped them."""
 
 from __future__ import annotations
 
@@ -15,22 +19,26 @@ from cache.prefixes import PrefixRegistry
 from proxy.context import RequestContext
 from proxy.gate import CostGate
 from proxy.metrics import Metrics
+from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.usage import cached_tokens
 
 log = logging.getLogger("ragtrim.feedback")
 
 
 class Feedback:
-    def __init__(self, metrics: Metrics, gate: CostGate, prefixes: PrefixRegistry):
+    def __init__(self, metrics: Metrics, gate: CostGate, prefixes: PrefixRegistry,
+                 pool: EndpointPool | None = None):  # fmt: skip
         self.metrics = metrics
         self.gate = gate
         self.prefixes = prefixes
-        self._totals: dict[str, list[int]] = {}
+        self.pool = gate.pool if pool is None else pool
         self._tasks: set[asyncio.Task[None]] = set()
         self.prefill = None  # a MetricsScraper, wired by components
 
     def prefill_sample(self, backend: str, tokens: float, ms: float) -> None:
         """One (tokens, ms) point read from a backend's metrics."""
+        if self.pool.get(backend) is None:  # it left while its metrics were read
+            return
         self.metrics.prefill_samples.labels(backend, "metrics").inc()
         self.gate.observe_prefill(backend, tokens, ms)
 
@@ -39,20 +47,25 @@ class Feedback:
         if not usage:
             return
         prompt, cached = int(usage.get("prompt_tokens") or 0), cached_tokens(usage)
+        ep = self.pool.get(backend)
+        if ep is not None:  # else it left the pool while this answer was relaying
+            self._learn(ep, prompt, cached, ttft_ms)
+        if ctx.prefix_key:
+            self._spawn(self._record(ctx, backend, prompt, cached))
+
+    def _learn(self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None) -> None:
+        backend = ep.url
         self.metrics.prompt_tokens.labels(backend).inc(prompt)
         self.metrics.cached_tokens.labels(backend).inc(cached)
-        totals = self._totals.setdefault(backend, [0, 0])
-        totals[0] += prompt
-        totals[1] += cached
-        if totals[0]:
-            self.metrics.prefix_hit_ratio.labels(backend).set(totals[1] / totals[0])
+        ep.prompt_tokens += prompt
+        ep.cached_tokens += cached
+        if ep.prompt_tokens:
+            self.metrics.prefix_hit_ratio.labels(backend).set(ep.cached_tokens / ep.prompt_tokens)
         if ttft_ms is not None:
             self.metrics.prefill_samples.labels(backend, "stream").inc()
             self.gate.observe_prefill(backend, prompt - cached, ttft_ms)
         if self.prefill is not None:
             self.prefill.poke(backend)
-        if ctx.prefix_key:
-            self._spawn(self._record(ctx, backend, prompt, cached))
 
     async def _record(self, ctx: RequestContext, backend: str, prompt: int, cached: int) -> None:
         try:

@@ -97,7 +97,7 @@ class Forwarder:
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply, path: str) -> None:  # fmt: skip
-        ranked = self.admission.with_room(self.router.rank(ctx, self.pool.endpoints))
+        ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
         if ctx.route == "other":
             path = _with_query(path, scope.get("query_string") or b"")
         headers = upstream_request_headers(scope["headers"], scope.get("client"))

@@ -48,9 +48,14 @@ import statistics
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the records hold this module's PrefillLaw: no import at run time
+    from proxy.routing.endpoint import EndpointPool
 
 MIN_SAMPLE_TOKENS = 64
 MIN_SPREAD = 1.25  # two samples give a slope only when their token counts differ this much
+QUEUE_WINDOW = 4  # queue readings kept per backend (BackendQueue)
 
 
 @dataclass(frozen=True)
@@ -109,32 +114,35 @@ class PrefillLaw:
 
 
 class BackendQueue:
-    """Each backend's last `window` (waiting, running) gauges and when they were read.
+    """The pool's (waiting, running) gauges, each backend's last QUEUE_WINDOW kept on its
+    record (`Endpoint.queue`), so a backend that leaves the pool takes them along.
 
     One reading is an instant: a request that arrived mid-step shows as waiting until
     the step ends, even on an idle replica. The mean of the fresh readings estimates
     the time-average queue (what Little's law relates to the wait), so a blip counts
     for its share and a standing queue fully."""
 
-    def __init__(self, fresh_s: float = 2.0, window: int = 4):
+    def __init__(self, pool: EndpointPool, fresh_s: float = 2.0):
+        self.pool = pool
         self.fresh_s = fresh_s
-        self.window = window
-        self.readings: dict[str, deque[tuple[float, float, float]]] = {}
 
     def observe(self, backend: str, waiting: float, running: float,
                 at: float | None = None) -> None:  # fmt: skip
-        at = time.monotonic() if at is None else at
-        kept = self.readings.setdefault(backend, deque(maxlen=self.window))
-        kept.append((max(0.0, waiting), max(0.0, running), at))
+        """Kept on the backend's record; dropped when it is no longer in the pool."""
+        ep = self.pool.get(backend)
+        if ep is not None:
+            at = time.monotonic() if at is None else at
+            ep.queue.append((max(0.0, waiting), max(0.0, running), at))
 
     def waiting(self, now: float | None = None) -> float:
-        """Mean requests waiting on the least-queued backend; a backend without a
-        fresh reading counts as none waiting."""
+        """Mean requests waiting on the least-queued backend that was ever read; one
+        without a fresh reading counts as none waiting."""
         now = time.monotonic() if now is None else now
         means = []
-        for kept in self.readings.values():
-            fresh = [w for w, _, at in kept if now - at <= self.fresh_s]
-            means.append(statistics.fmean(fresh) if fresh else 0.0)
+        for ep in self.pool.endpoints:
+            if ep.queue:
+                fresh = [w for w, _, at in ep.queue if now - at <= self.fresh_s]
+                means.append(statistics.fmean(fresh) if fresh else 0.0)
         return min(means, default=0.0)
 
 
@@ -146,16 +154,21 @@ def queue_multiplier(waiting: float) -> float:
 
 class CostGate:
     """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
-    (`compressor.prior_ms_per_1k`: the compressor knows its cost)."""
+    (`compressor.prior_ms_per_1k`: the compressor knows its cost). `pool`: the backends
+    whose records hold the prefill laws and queue readings (issue 21: a backend's state
+    lives on its record; samples from a backend not in the pool are dropped)."""
 
     def __init__(self, policy: str, *, prior_ms_per_1k: float, min_context_tokens: int,
                  max_added_ms: float, prior_prefill_ms_per_token: float | None = None,
-                 prior_seen_ms_per_1k: float | None = None, cores: int = 1):  # fmt: skip
+                 prior_seen_ms_per_1k: float | None = None, cores: int = 1,
+                 pool: EndpointPool | None = None):  # fmt: skip
+        from proxy.routing.endpoint import EndpointPool
+
+        self.pool = EndpointPool() if pool is None else pool
         self.policy = policy
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
-        self.prefill: dict[str, PrefillLaw] = {}
         self.compress_cost = RobustRate()
         self.compressor_prior = prior_ms_per_1k / 1000
         # issue 18: documents with memoized features cost their own (measured) rate, and
@@ -164,11 +177,13 @@ class CostGate:
         seen_prior = prior_ms_per_1k / 10 if prior_seen_ms_per_1k is None else prior_seen_ms_per_1k
         self.seen_prior = seen_prior / 1000
         self.cores = max(1, cores)
-        self.queue = BackendQueue()
+        self.queue = BackendQueue(self.pool)
 
     # feedback -----------------------------------------------------------------
     def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float) -> None:
-        self.prefill.setdefault(backend, PrefillLaw()).add(ttft_ms, uncached_tokens)
+        ep = self.pool.get(backend)
+        if ep is not None:  # a backend that left: its sample teaches nothing any more
+            ep.prefill.add(ttft_ms, uncached_tokens)
 
     def observe_compression(self, outcome) -> None:
         """Learn the solo cost per token: the worker time divided by the contention the
@@ -200,7 +215,8 @@ class CostGate:
 
     # estimates ----------------------------------------------------------------
     def prefill_ms_per_token(self) -> float | None:
-        measured = [r.value() for r in self.prefill.values() if r.value() is not None]
+        laws = (ep.prefill.value() for ep in self.pool.endpoints)
+        measured = [value for value in laws if value is not None]
         return min(measured) if measured else self.prior_prefill
 
     def compressor_ms_per_token(self) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics import MetricWrapperBase
 
 TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6, 1.2)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -240,9 +241,18 @@ class Metrics:
         )  # fmt: skip
 
     def watch_pool(self, pool) -> None:
-        """Export per-backend in-flight and health, read from the pool at scrape time
-        (replicas that left discovery disappear from the series with them)."""
+        """Export per-backend in-flight and health, read from the pool at scrape time,
+        and drop every series of a backend that leaves the pool (discovery): a departed
+        pod's counters would otherwise stay exported, one set per pod ever seen."""
         self.registry.register(_PoolCollector(pool))
+        pool.on_removed.append(lambda ep: self.forget_backend(ep.url))
+
+    def forget_backend(self, url: str) -> None:
+        """Remove the label series of `url` from every instrument with a `backend`
+        label (prometheus_client's remove_by_labels matches on that label alone)."""
+        for instrument in vars(self).values():
+            if isinstance(instrument, MetricWrapperBase) and "backend" in instrument._labelnames:
+                instrument.remove_by_labels({"backend": url})
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -45,7 +45,7 @@ class UsageHook:
         raw, _ = usage_from_chunks(parts)
         ex.usage = sane_usage(raw)
         if ex.usage is None:
-            if raw is not None:  # ignored, counted: never a 500
+            if raw is not None and ex.counted:  # ignored, counted: never a 500
                 self.metrics.upstream_bad_usage.labels(ex.url).inc()
             return []
         return [(b"x-ragtrim-cached-tokens", str(cached_tokens(ex.usage)).encode())]
@@ -56,7 +56,7 @@ class UsageHook:
         tap = ex.tap
         if not isinstance(tap, UsageTap) or not (error is None or isinstance(error, UpstreamError)):
             return
-        if tap.bad:
+        if tap.bad and ex.counted:
             self.metrics.upstream_bad_usage.labels(ex.url).inc(tap.bad)
         if error is None:
             ex.usage = tap.usage
@@ -82,6 +82,8 @@ class TimingHook:
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
         ttft_ms = ex.ttft_ms()
         if error is not None or ctx.route == "other" or not ctx.stream or ttft_ms is None:
+            return
+        if not ex.counted:  # its backend left the pool meanwhile: its series are gone
             return
         self.metrics.upstream_ttft.labels(ex.url).observe(ttft_ms / 1000)
         tpot = ex.tpot_s(int((ex.usage or {}).get("completion_tokens") or 0))

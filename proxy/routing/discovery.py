@@ -11,7 +11,9 @@ Each refresh diffs the answer against the replicas this name brought before:
   traffic in the same refresh, and the health checker's `on_healthy` hook replays the
   hot prefixes it now owns (warm-up);
 - a vanished address leaves the pool for new picks only; requests already relaying
-  hold their Endpoint and finish on it;
+  hold their Endpoint and finish on it. Everything else known about it goes with its
+  record: the gate's samples, hit totals, the scrape cursor, its metric series
+  (proxy/routing/endpoint.py, EndpointPool.remove);
 - a failed look-up or an empty answer keeps the last good set (counted), so a DNS
   outage never empties the pool. Rendezvous hashing then moves only the keys of the
   replicas that joined or left (proxy/routing/affinity.py).

@@ -2,7 +2,8 @@
 
 The Gateway API Inference Extension's endpoint picker runs filters first, then
 weighted scorers, then a picker; a filter only narrows the set, and an empty set is
-an error the client sees (503 no healthy backend, 404 unknown model), never a guess.
+an error the client sees (503 no healthy backend, 404 unknown model, 429 every backend
+full), never a guess.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from proxy.context import RequestContext
-from proxy.errors import NoHealthyBackend, NotFound
+from proxy.errors import NoHealthyBackend, NotFound, Overloaded
 from proxy.routing.endpoint import Endpoint
 
 
@@ -55,3 +56,34 @@ class ServesModel:
         if not serving:
             raise NotFound(f"The model `{model}` does not exist.", param="model")
         return serving
+
+
+class HasRoom:
+    """Endpoints below the per-backend cap (limits.max_in_flight_per_backend); when
+    every candidate is at it, a 429 with Retry-After: shedding, for a fleet behind a
+    load balancer that retries elsewhere, instead of queueing in vLLM.
+
+    A filter, not a check after ranking (issue 21), so the scorers and the picker rank
+    only backends that can take the request, and warm-up sees the same cap. Composed
+    last whenever the cap is set (proxy/routing/registry.py): an unknown model stays a
+    404 and a dead fleet a 503. `on_full` counts each refusal (ragtrim_overloaded)."""
+
+    name = "room"
+
+    def __init__(self, cap: int, retry_after_s: int,
+                 on_full: Callable[[], None] | None = None):  # fmt: skip
+        if cap < 1:
+            raise ValueError("routing: filter 'room' needs limits.max_in_flight_per_backend")
+        self.cap = cap
+        self.retry_after_s = retry_after_s
+        self.on_full = on_full
+
+    def filter(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
+        room = [ep for ep in endpoints if ep.in_flight < self.cap]
+        if not room:
+            if self.on_full is not None:
+                self.on_full()
+            exc = Overloaded(f"every backend is at its limit of {self.cap} in flight")
+            exc.retry_after = self.retry_after_s
+            raise exc
+        return room

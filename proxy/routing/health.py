@@ -1,6 +1,7 @@
 """Background health checks on the event loop (no threads).
 
-Each round asks every backend for `/v1/models`: 200 with a model list = healthy.
+Each round asks every backend for `/v1/models`: 200 with a model list = healthy, over
+the data plane's transport and error mapping (proxy/upstream/control.py).
 A busy backend is not a dead one: it is ejected only after `unhealthy_after`
 consecutive failed checks (or at once when it refuses connections), and every
 request it answers counts as a passed check (proxy/upstream/exchange.py).
@@ -14,50 +15,63 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 
-import httpx
-
+from proxy.errors import LocalResourceError, UpstreamError
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.settings import HealthSettings
-from proxy.upstream.resources import local_os_error
+from proxy.upstream.control import call
+from proxy.upstream.transport import Transport
 
 log = logging.getLogger("ragtrim.health")
 OnHealthy = Callable[[Endpoint], Awaitable[None]]
+# Each check on a connection of its own, as the kubelet's HTTP probes (DisableKeepAlives,
+# kubernetes pkg/probe/http): it proves the backend still accepts connections, and it
+# leaves no idle connection in the data plane's pool (issue 23's descriptor scenario).
+CLOSE = [("connection", "close")]
+
+
+class CheckFailed(Exception):
+    """The backend answered, but not with a model list."""
 
 
 class HealthChecker:
-    def __init__(self, pool: EndpointPool, client: httpx.AsyncClient, settings: HealthSettings):
+    """Asks and reports; the transitions are the record's (Endpoint.check_passed/failed)."""
+
+    def __init__(self, pool: EndpointPool, transport: Transport, settings: HealthSettings):
         self.pool = pool
-        self.client = client
+        self.transport = transport
         self.settings = settings
         self.on_healthy: list[OnHealthy] = []
         self._task: asyncio.Task[None] | None = None
         self._spawned: set[asyncio.Task[None]] = set()
 
+    async def models(self, ep: Endpoint) -> tuple[dict, ...]:
+        """The backend's model cards; an UpstreamError or CheckFailed otherwise."""
+        reply = await call(self.transport, "GET", f"{ep.url}/v1/models", headers=CLOSE,
+                           timeout=self.settings.timeout, phase="health check")  # fmt: skip
+        if reply.status != 200:
+            raise CheckFailed(f"HTTP {reply.status}")
+        try:
+            return tuple(json.loads(reply.body).get("data", []))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise CheckFailed(f"not a model list: {exc}") from exc
+
     async def check(self, ep: Endpoint) -> None:
         was_healthy = ep.healthy
         try:
-            resp = await self.client.get(f"{ep.url}/v1/models", timeout=self.settings.timeout)
-            resp.raise_for_status()
-            cards = tuple(resp.json().get("data", []))
-        except (httpx.HTTPError, ValueError, AttributeError) as exc:
-            if local_os_error(exc) is not None:
-                log.warning("health check of %s skipped: ragtrim is out of local resources "
-                            "(%s)", ep.url, exc)  # fmt: skip
-                return
-            ep.failures += 1
-            ep.last_error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, httpx.ConnectError):
-                ep.refuses()
-            elif ep.failures >= self.settings.unhealthy_after or not ep.checked:
-                ep.healthy = False
+            cards = await self.models(ep)
+        except LocalResourceError as exc:
+            log.warning("health check of %s skipped: %s", ep.url, exc.message)
+            return
+        except (UpstreamError, CheckFailed) as exc:
+            refused = getattr(exc, "connect_failed", False)
+            ep.check_failed(f"{type(exc).__name__}: {exc}", refused=refused,
+                            unhealthy_after=self.settings.unhealthy_after)  # fmt: skip
         else:
-            ep.failures, ep.healthy, ep.refused, ep.last_error = 0, True, False, ""
-            ep.model_cards = cards
-            ep.models = frozenset(c.get("id", "") for c in cards)
-        ep.checked = True
+            ep.check_passed(cards)
         if ep.healthy != was_healthy:
             log.info("backend %s is %s", ep.url, "healthy" if ep.healthy else "unhealthy")
         if ep.healthy and not was_healthy:

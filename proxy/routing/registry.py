@@ -6,6 +6,10 @@ not code: `routing.filters` (names), `routing.scorers` ([{name, weight}], each s
 router is built, at start-up, so a typo fails there with the known names listed,
 never on the first request.
 
+The per-backend cap (`limits.max_in_flight_per_backend`) is the filter `room`,
+composed last whenever the cap is set, named in `routing.filters` or not: a cap in
+settings always applies.
+
 Factories take `Parts` (the settings and what the parts report to); each call builds
 a new instance: a part may hold state (round-robin's counter), one router owns it.
 """
@@ -18,14 +22,14 @@ from dataclasses import dataclass
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.filters import Healthy, ServesModel
+from proxy.routing.filters import HasRoom, Healthy, ServesModel
 from proxy.routing.kv.picker import KvBoundedLoad
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.service import KvRouting
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Filter, HighestScore, Picker, Router, Scorer, Weighted
 from proxy.routing.scorers import RoundRobin
-from proxy.settings import RoutingSettings
+from proxy.settings import LimitSettings, RoutingSettings
 
 
 @dataclass(frozen=True)
@@ -34,10 +38,18 @@ class Parts:
     metrics: Metrics
     panic: bool  # health.panic: the healthy filter's fallback
     kv: KvRouting | None = None  # routing.kv_events.enabled: the index and token ids
+    limits: LimitSettings | None = None  # the per-backend cap (filter `room`)
 
 
 def _healthy(p: Parts) -> Filter:
     return Healthy(p.panic, on_panic=p.metrics.panic_routes.inc)
+
+
+def _room(p: Parts) -> Filter:
+    limits = p.limits or LimitSettings()
+    overloaded = p.metrics.overloaded
+    return HasRoom(limits.max_in_flight_per_backend, limits.retry_after_s,
+                   on_full=lambda: overloaded.labels("backend").inc())  # fmt: skip
 
 
 def _bounded(p: Parts) -> Picker:
@@ -60,6 +72,7 @@ def _kv_cache(p: Parts) -> Scorer:
 FILTERS: Mapping[str, Callable[[Parts], Filter]] = {
     "healthy": _healthy,
     "serves_model": lambda p: ServesModel(),
+    "room": _room,
 }
 SCORERS: Mapping[str, Callable[[Parts], Scorer]] = {
     "affinity": lambda p: PrefixAffinity(),
@@ -79,11 +92,21 @@ def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
     return table[name]
 
 
+def filter_names(settings: RoutingSettings, limits: LimitSettings | None) -> list[str]:
+    """`routing.filters`, and `room` last when a per-backend cap is set."""
+    names = list(settings.filters)
+    if limits is not None and limits.max_in_flight_per_backend and "room" not in names:
+        names.append("room")
+    return names
+
+
 def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True,
-                 kv: KvRouting | None = None) -> Router:  # fmt: skip
+                 kv: KvRouting | None = None,
+                 limits: LimitSettings | None = None) -> Router:  # fmt: skip
     """The router of `settings`; ValueError naming the known parts for an unknown name."""
-    parts = Parts(settings, metrics, panic, kv)
-    filters = [_lookup("filter", FILTERS, name)(parts) for name in settings.filters]
+    parts = Parts(settings, metrics, panic, kv, limits)
+    names = filter_names(settings, limits)
+    filters = [_lookup("filter", FILTERS, name)(parts) for name in names]
     scorers = [
         Weighted(_lookup("scorer", SCORERS, item.name)(parts), item.weight)
         for item in settings.scorers

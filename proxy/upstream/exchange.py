@@ -80,6 +80,12 @@ class Exchange:
         return self.endpoint.url
 
     @property
+    def counted(self) -> bool:
+        """Whether per-backend series may be recorded: not for a backend that left the
+        pool meanwhile (its series were removed with it; recording would revive them)."""
+        return self.endpoint is not None and not self.endpoint.left
+
+    @property
     def status(self) -> int:
         assert self.response is not None
         return self.response.status
@@ -172,7 +178,8 @@ class Exchange:
         if verdict is None:
             return
         reason, message = verdict
-        self.metrics.upstream_bad_responses.labels(self.endpoint.url, reason).inc()
+        if self.counted:
+            self.metrics.upstream_bad_responses.labels(self.endpoint.url, reason).inc()
         log.warning("backend %s answered HTTP %s (%s, expected %s): a 502 to the client",
                     self.endpoint.url, self.response.status, ctype[:64], expect)  # fmt: skip
         raise UpstreamBadResponse(message)
@@ -200,13 +207,13 @@ class Exchange:
 
     def _take(self, ep: Endpoint) -> None:
         self.endpoint = self._slot = ep
-        ep.in_flight += 1
+        ep.take()
 
     def _give_back(self) -> None:
         if self._slot is not None:
-            self._slot.in_flight -= 1
+            self._slot.give_back()
             self._slot = None
 
     def _count_error(self, exc: ProxyError) -> None:
-        if self.endpoint is not None and isinstance(exc, UpstreamError):
+        if self.counted and isinstance(exc, UpstreamError):
             self.metrics.upstream_errors.labels(self.endpoint.url, exc.kind).inc()

@@ -1,4 +1,5 @@
-"""Test doubles for the compressor contract (unit tests only)."""
+"""Test doubles for the compressor contract and the upstream Transport seam (unit tests
+only)."""
 
 import time
 from collections.abc import Sequence
@@ -31,3 +32,39 @@ class HalfWords:
             kept = words[: max(1, round(len(words) * budget.rate))]
             out.append(DocumentResult(" ".join(kept), len(words), len(kept)))
         return CompressionResult(self.name, tuple(out))
+
+
+class Reply:
+    """An UpstreamResponse of the Transport seam (proxy/upstream/transport.py)."""
+
+    def __init__(self, status: int, body: bytes):
+        self.status, self.headers, self.body = status, [], body
+        self.released = self.aborted = False
+
+    async def chunks(self):
+        yield self.body
+
+    async def read(self) -> bytes:
+        return self.body
+
+    def release(self) -> None:
+        self.released = True
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+class HandlerTransport:
+    """A Transport whose answers come from `handler(method, url, headers, body)`, an
+    async function returning (status, body bytes) or raising; every call is recorded."""
+
+    def __init__(self, handler):
+        self.handler, self.calls = handler, []
+
+    async def send(self, method, url, headers, body):
+        self.calls.append((method, url, headers, body))
+        status, data = await self.handler(method, url, headers, body)
+        return Reply(status, data)
+
+    async def aclose(self) -> None:
+        pass

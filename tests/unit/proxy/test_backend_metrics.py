@@ -100,3 +100,34 @@ def test_streamed_ttft_feeds_the_gate_without_metrics(make_proxy):
     assert seen[0] == "skip:no-prefill-measurement" and "compress:auto" in seen[1:], seen
     assert f'ragtrim_prefill_samples_total{{backend="{stub.url}",source="stream"}}' in metrics
     assert 'source="metrics"' not in metrics
+
+
+async def _scraper(status: int | None, page: bytes = b""):
+    """A scraper over the Transport seam; `status` None: the read fails locally (EMFILE)."""
+    import errno
+
+    from proxy.backend_metrics import MetricsScraper
+    from proxy.routing.endpoint import EndpointPool
+    from tests.unit.proxy.doubles import HandlerTransport
+
+    async def answer(method, url, headers, body):
+        if status is None:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return status, page
+
+    pool, seen = EndpointPool.from_urls(["http://b"]), []
+    scraper = MetricsScraper(pool, HandlerTransport(answer), lambda *s: seen.append(s),
+                             min_interval=0.0, retry_s=60.0)  # fmt: skip
+    return scraper, pool.get("http://b"), seen
+
+
+async def test_a_backend_without_metrics_is_left_alone_but_a_local_failure_is_not_its():
+    scraper, ep, seen = await _scraper(404)
+    assert await scraper.scrape(ep) is None and ep.scrape.off_until > 0
+    scraper.poke(ep.url)
+    assert ep.scrape.task is None  # off for retry_s: no read started
+    scraper, ep, seen = await _scraper(None)
+    assert await scraper.scrape(ep) is None and ep.scrape.off_until == 0
+    scraper, ep, seen = await _scraper(200, VLLM_PAGE.encode())
+    assert await scraper.scrape(ep) == (750.0, 500.0) and seen == [("http://b", 750.0, 500.0)]
+    assert ep.scrape.last is not None

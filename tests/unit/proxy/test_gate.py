@@ -5,10 +5,12 @@ import statistics
 import pytest
 
 from proxy.gate import CostGate, PrefillLaw, RobustRate
+from proxy.routing.endpoint import EndpointPool
 
 
 def gate(**kw) -> CostGate:
-    args = {"prior_ms_per_1k": 120.0, "min_context_tokens": 200, "max_added_ms": 250.0}
+    args = {"prior_ms_per_1k": 120.0, "min_context_tokens": 200, "max_added_ms": 250.0,
+            "pool": EndpointPool.from_urls(["b", "slow", "fast"])}  # fmt: skip
     policy = kw.pop("policy", "auto")
     return CostGate(policy, **{**args, **kw})
 

@@ -7,6 +7,7 @@ import uuid
 import httpx
 
 from proxy.gate import BackendQueue, CostGate, queue_multiplier
+from proxy.routing.endpoint import EndpointPool
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
@@ -15,7 +16,8 @@ from tests.unit.proxy.stages.test_compress_e2e import SYSTEM
 
 
 def gate() -> CostGate:
-    g = CostGate("auto", prior_ms_per_1k=20.0, min_context_tokens=200, max_added_ms=250.0)
+    g = CostGate("auto", prior_ms_per_1k=20.0, min_context_tokens=200, max_added_ms=250.0,
+                 pool=EndpointPool.from_urls(["b"]))  # fmt: skip
     for tokens in (500, 1000, 2000):
         g.observe_prefill("b", tokens, tokens * 0.03)  # an 8B model on an H100
     return g
@@ -41,7 +43,7 @@ def test_idle_gpu_skips_and_a_queue_makes_the_same_compression_pay():
 def test_a_saturated_ragtrim_cpu_outweighs_a_backend_queue():
     # the issue-18 contention term: 8 compressions in flight on 2 cores, each 4x slower
     g = CostGate("auto", prior_ms_per_1k=20.0, min_context_tokens=200, max_added_ms=1000.0,
-                 cores=2)  # fmt: skip
+                 cores=2, pool=EndpointPool.from_urls(["b"]))  # fmt: skip
     for tokens in (500, 1000, 2000):
         g.observe_prefill("b", tokens, tokens * 0.03)
     g.observe_queue("b", waiting=1, running=4)  # 60 ms saved vs 40 ms of work: pays
@@ -55,7 +57,8 @@ def test_queue_multiplier_counts_itself_and_those_behind():
 
 
 def test_stale_or_partial_readings_count_as_no_queue():
-    q = BackendQueue(fresh_s=2.0)
+    pool = EndpointPool.from_urls(["a", "b"])
+    q = BackendQueue(pool, fresh_s=2.0)
     q.observe("a", 5, 1, at=100.0)
     assert q.waiting(now=101.0) == 5
     assert q.waiting(now=103.0) == 0  # no response since: the gauge may be long gone
@@ -65,7 +68,8 @@ def test_stale_or_partial_readings_count_as_no_queue():
         q.observe("a", waiting, 1, at=at)
         q.observe("b", 2, 1, at=at)
     assert q.waiting(now=105.6) == 0.5  # a blip counts for its share of the time
-    q.readings.clear()
+    for ep in pool.endpoints:
+        ep.queue.clear()
     q.observe("a", 5, 1, at=100.0)
     q.observe("b", 1, 1, at=90.0)  # b idle (stale): the request may well go there
     assert q.waiting(now=100.5) == 0

@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import json
 
-import httpx
 import pytest
 
 from cache.prefixes import PrefixRegistry
@@ -25,8 +24,16 @@ from proxy.routing.discovery import (
 )
 from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.health import HealthChecker
-from proxy.settings import DiscoverySettings, HealthSettings, Settings, WarmupSettings
+from proxy.routing.registry import build_router
+from proxy.settings import (
+    DiscoverySettings,
+    HealthSettings,
+    RoutingSettings,
+    Settings,
+    WarmupSettings,
+)
 from proxy.warmup import Warmer
+from tests.unit.proxy.doubles import HandlerTransport
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")
 KEYS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3000)]
@@ -187,12 +194,11 @@ async def test_system_resolver_reads_the_hosts_file():
 async def test_a_joining_replica_gets_the_warmup_replays_it_owns():
     replays: list[tuple[str, str]] = []
 
-    def backend(request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/v1/models":
-            return httpx.Response(200, json={"data": [{"id": "m"}]})
-        body = json.loads(request.content)
-        replays.append((f"http://{request.url.netloc.decode()}", body["messages"][0]["content"]))
-        return httpx.Response(200, json={"choices": []})
+    async def backend(method, url, headers, body):
+        if url.endswith("/v1/models"):
+            return 200, json.dumps({"data": [{"id": "m"}]}).encode()
+        replays.append((url.split("/v1/")[0], json.loads(body)["messages"][0]["content"]))
+        return 200, b'{"choices": []}'
 
     prefixes = PrefixRegistry(MemoryStore())
     keys = KEYS[:40]
@@ -200,18 +206,19 @@ async def test_a_joining_replica_gets_the_warmup_replays_it_owns():
         await prefixes.record(key, model="m", replica="x", prompt_tokens=1, cached_tokens=0)
         body = {"model": "m", "messages": [{"role": "system", "content": key}], "max_tokens": 1}
         await prefixes.remember_replay(key, body)
-    pool, metrics = EndpointPool(), Metrics()
-    async with httpx.AsyncClient(transport=httpx.MockTransport(backend)) as client:
-        health = HealthChecker(pool, client, HealthSettings())
-        health.on_healthy.append(Warmer(WarmupSettings(top_n=64), pool, prefixes, client, metrics))
-        resolver = ScriptedResolver(["10.0.0.1", "10.0.0.2", "10.0.0.3"])
-        disc = Discovery([TARGET], pool, resolver, DiscoverySettings(), metrics, health.check)
-        await disc.refresh()
-        await asyncio.gather(*health._spawned)
-        replays.clear()
-        resolver.answer = [*resolver.answer, "10.0.0.4"]
-        await disc.refresh()
-        await asyncio.gather(*health._spawned)
+    pool, metrics, transport = EndpointPool(), Metrics(), HandlerTransport(backend)
+    health = HealthChecker(pool, transport, HealthSettings())
+    router = build_router(RoutingSettings(), metrics)
+    warmer = Warmer(WarmupSettings(top_n=64), pool, prefixes, transport, metrics, router)
+    health.on_healthy.append(warmer)
+    resolver = ScriptedResolver(["10.0.0.1", "10.0.0.2", "10.0.0.3"])
+    disc = Discovery([TARGET], pool, resolver, DiscoverySettings(), metrics, health.check)
+    await disc.refresh()
+    await asyncio.gather(*health._spawned)
+    replays.clear()
+    resolver.answer = [*resolver.answer, "10.0.0.4"]
+    await disc.refresh()
+    await asyncio.gather(*health._spawned)
     new = "http://10.0.0.4:8000"
     owned = {k for k in keys if rendezvous_order(k, [ep.url for ep in pool.endpoints])[0] == new}
     assert owned and {k for url, k in replays if url == new} == owned

@@ -120,3 +120,27 @@ def test_spills_and_panic_routes_are_counted():
     no_panic = build_router(RoutingSettings(), Metrics(), panic=False)
     with pytest.raises(Exception, match="no healthy backend"):
         no_panic.rank(c, eps)
+
+
+def test_the_per_backend_cap_is_a_filter_composed_last_whenever_it_is_set():
+    from proxy.errors import Overloaded
+    from proxy.routing.filters import HasRoom
+    from proxy.settings import LimitSettings
+
+    metrics = Metrics()
+    capped = build_router(RoutingSettings(), metrics,
+                          limits=LimitSettings(max_in_flight_per_backend=2,
+                                               retry_after_s=3))  # fmt: skip
+    assert [type(f) for f in capped.filters] == [Healthy, ServesModel, HasRoom]
+    assert [type(f) for f in build_router(RoutingSettings(), metrics, limits=LimitSettings())
+            .filters] == [Healthy, ServesModel]  # fmt: skip
+    a, b = (Endpoint(u, healthy=True, models=frozenset({"m"})) for u in ("http://a", "http://b"))
+    a.in_flight, ctx = 2, RequestContext("r", "chat", b"{}", {"model": "m"}, {})
+    assert capped.rank(ctx, [a, b]) == [b]  # a is full: not a candidate at all
+    b.in_flight = 2
+    with pytest.raises(Overloaded) as caught:
+        capped.rank(ctx, [a, b])
+    assert caught.value.status == 429 and caught.value.retry_after == 3
+    assert sample(metrics, "ragtrim_overloaded_total", scope="backend") == 1
+    with pytest.raises(ValueError, match="max_in_flight_per_backend"):
+        build_router(RoutingSettings(filters=["healthy", "room"]), Metrics())

@@ -7,7 +7,6 @@ import errno
 import socket
 
 import aiohappyeyeballs.impl
-import httpx
 import pytest
 
 from proxy.errors import LocalResourceError
@@ -52,22 +51,33 @@ async def test_emfile_on_connect_is_local_and_marks_no_backend(monkeypatch):
 
 
 @pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE, errno.ENOBUFS])
-async def test_a_health_check_failing_for_local_reasons_changes_nothing(code):
-    def handler(request):
-        raise httpx.ConnectError("connect failed") from OSError(code, "local shortage")
+async def test_a_health_check_failing_for_local_reasons_changes_nothing(monkeypatch, code):
+    """Over the data plane's own transport (issue 21), socket creation failing locally."""
 
-    ep = Endpoint("http://b", healthy=True, checked=True, models=frozenset({"m"}))
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        checker = HealthChecker(EndpointPool([ep]), client, HealthSettings(unhealthy_after=1))
+    def no_socket(*args, **kwargs):
+        raise OSError(code, "local shortage")
+
+    shortage = _NoDescriptorsLeft()
+    monkeypatch.setattr(shortage, "socket", no_socket, raising=False)
+    monkeypatch.setattr(aiohappyeyeballs.impl, "socket", shortage)
+    ep = Endpoint("http://127.0.0.1:9", healthy=True, checked=True, models=frozenset({"m"}))
+    transport = AiohttpTransport(connect_timeout=1)
+    try:
+        checker = HealthChecker(EndpointPool([ep]), transport, HealthSettings(unhealthy_after=1))
         await checker.check(ep)
+    finally:
+        await transport.aclose()
     assert ep.healthy and not ep.refused and ep.failures == 0
 
 
 async def test_a_refused_health_check_still_ejects():
-    def handler(request):
-        raise httpx.ConnectError("refused") from ConnectionRefusedError(errno.ECONNREFUSED, "no")
-
-    ep = Endpoint("http://b", healthy=True, checked=True, models=frozenset({"m"}))
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        await HealthChecker(EndpointPool([ep]), client, HealthSettings()).check(ep)
-    assert not ep.healthy and ep.refused
+    with socket.socket() as probe:  # a port nobody listens on: connect(2) is refused
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    ep = Endpoint(url, healthy=True, checked=True, models=frozenset({"m"}))
+    transport = AiohttpTransport(connect_timeout=1)
+    try:
+        await HealthChecker(EndpointPool([ep]), transport, HealthSettings()).check(ep)
+    finally:
+        await transport.aclose()
+    assert not ep.healthy and ep.refused and "refused" in ep.last_error
