@@ -35,7 +35,7 @@ def _reference_pair(count, rate: float, model_path):
     LLMLingua-2 as its README does (for timing), both loaded and warmed up."""
     from llmlingua import PromptCompressor
 
-    from compressors.llmlingua2 import LLMLingua2Compressor
+    from compressors.llmlingua2.compressor import LLMLingua2Compressor
 
     reference = LLMLingua2Compressor(count, model_path=model_path, engine="reference",
                                      precision="fp32")  # fmt: skip

@@ -44,8 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.precision import (
+from compressors._precision import (
     AUTO,
     candidates,
     check,
@@ -53,8 +52,9 @@ from compressors.precision import (
     resolve_device,
     share_equal,
 )
+from compressors._selection import per_document_keep, pooled_keep
+from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.protect import Protector
-from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.tokens import ApproxTokenCounter, counter_name
 

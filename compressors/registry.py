@@ -27,8 +27,8 @@ from compressors.base import Compressor
 REGISTRY: Mapping[str, tuple[str, str]] = {
     "identity": ("compressors.identity", "IdentityCompressor"),
     "extractive": ("compressors.extractive", "ExtractiveCompressor"),
-    "fast_extractive": ("compressors.fast_extractive", "FastExtractiveCompressor"),
-    "llmlingua2": ("compressors.llmlingua2", "LLMLingua2Compressor"),
+    "fast_extractive": ("compressors.fast_extractive.compressor", "FastExtractiveCompressor"),
+    "llmlingua2": ("compressors.llmlingua2.compressor", "LLMLingua2Compressor"),
     "longllmlingua": ("compressors.longllmlingua", "LongLLMLinguaCompressor"),
 }
 

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
+from compressors._selection import pooled_keep
 from compressors.deadline import DeadlineExceeded, check, within
 from compressors.protect import Protector
-from compressors.selection import pooled_keep
 from compressors.sentences import split_sentences
 from compressors.tokens import ApproxTokenCounter, count_spans
 

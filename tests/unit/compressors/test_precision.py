@@ -2,11 +2,11 @@ import itertools
 
 import pytest
 
-from compressors import precision
+from compressors import _precision as precision
+from compressors._precision import Trial, candidates, check, choose, pick, share_equal
 from compressors.base import Budget
 from compressors.extractive import ExtractiveCompressor
-from compressors.llmlingua2 import LLMLingua2Compressor
-from compressors.precision import Trial, candidates, check, choose, pick, share_equal
+from compressors.llmlingua2.compressor import LLMLingua2Compressor
 from compressors.tokens import TiktokenCounter
 
 

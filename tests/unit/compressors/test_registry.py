@@ -5,9 +5,9 @@ import pytest
 
 from compressors.base import Budget, Compressor
 from compressors.extractive import ExtractiveCompressor
-from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.fast_extractive.compressor import FastExtractiveCompressor
 from compressors.identity import IdentityCompressor
-from compressors.llmlingua2 import LLMLingua2Compressor
+from compressors.llmlingua2.compressor import LLMLingua2Compressor
 from compressors.longllmlingua import LongLLMLinguaCompressor
 from compressors.protect import Protector
 from compressors.registry import REGISTRY, build_compressor, names

@@ -64,7 +64,7 @@ def test_measured_compressor_cost_replaces_the_prior():
 
 def test_the_prior_is_a_number_the_compressor_carries():
     from compressors.extractive import ExtractiveCompressor
-    from compressors.fast_extractive import FastExtractiveCompressor
+    from compressors.fast_extractive.compressor import FastExtractiveCompressor
     from compressors.identity import IdentityCompressor
 
     assert gate(prior_ms_per_1k=10.0).compressor_ms_per_token() == pytest.approx(0.01)

@@ -3,7 +3,7 @@ to /v1/compress without a question are seen by a later request with any question
 
 import httpx
 
-from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.fast_extractive.compressor import FastExtractiveCompressor
 from compressors.tokens import ApproxTokenCounter
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
 from tests.unit.proxy.stages.test_compress_e2e import ALWAYS, DOCS, post, rag_body

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from compressors.base import Budget, Compressor
-from compressors.lingua2_rule import keep_flags, model_kind
-from compressors.llmlingua2 import LLMLingua2Compressor
+from compressors.llmlingua2.compressor import LLMLingua2Compressor
+from compressors.llmlingua2.words import keep_flags, model_kind
 from compressors.protect import Protector
 from compressors.tokens import TiktokenCounter
 

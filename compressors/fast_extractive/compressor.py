@@ -33,15 +33,20 @@ from pathlib import Path
 
 import numpy as np
 
-from compressors import bm25
+from compressors._selection import per_document_keep, pooled_keep
 from compressors.adaptive import AdaptiveBudget, adaptive_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.fast_extractive import bm25
+from compressors.fast_extractive.static_embed import (
+    StaticEmbedder,
+    Tokens,
+    default_static_path,
+    unit,
+)
+from compressors.fast_extractive.stopwords import content_mask
 from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
-from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
-from compressors.static_embed import StaticEmbedder, Tokens, default_static_path, unit
-from compressors.stopwords import content_mask
 from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
@@ -119,7 +124,7 @@ class FastExtractiveCompressor:
         if not self.build_missing:
             raise FileNotFoundError(f"{self.model_path}: run deploy/local/build_static_minilm.py")
         from compressors.extractive import default_model_path
-        from compressors.static_distill import build_atomically
+        from compressors.fast_extractive.static_distill import build_atomically
 
         build_atomically(self.model_path, default_model_path())
 

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from compressors.base import Budget, Compressor
-from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.fast_extractive.compressor import FastExtractiveCompressor
+from compressors.fast_extractive.static_embed import StaticEmbedder
 from compressors.protect import Protector
 from compressors.sentences import split_sentences
-from compressors.static_embed import StaticEmbedder
 from compressors.tokens import HFTokenCounter
 
 DOCS = [

@@ -1,5 +1,5 @@
 """fast_extractive split in a document part and a request part (issue 18): the same bytes
-as the unsplit compressor (a frozen copy: reference_fast_extractive.py) on SQuAD
+as the unsplit compressor (a frozen copy: reference_compressor.py) on SQuAD
 fidelity cases of both distractor kinds, and features that survive their encoding."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 
 from bench.squad import build_cases, load_squad
 from compressors.base import Budget
-from compressors.fast_extractive import FastExtractiveCompressor
+from compressors.fast_extractive.compressor import FastExtractiveCompressor
+from compressors.fast_extractive.static_embed import default_static_path
 from compressors.features import FeatureCompressor, decode, encode
-from compressors.static_embed import default_static_path
 from compressors.tokens import HFTokenCounter
-from tests.unit.compressors.reference_fast_extractive import ReferenceFastExtractive
+from tests.unit.compressors.fast_extractive.reference_compressor import ReferenceFastExtractive
 
 N_CASES = 8  # per distractor kind: ~2k tokens each
 

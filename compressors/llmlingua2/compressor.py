@@ -36,9 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from compressors import deadline
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.lingua2_rule import Chunk, Segmenter, WordDecisions, keep_flags, model_kind
-from compressors.precision import (
+from compressors._precision import (
     AUTO,
     candidates,
     check,
@@ -46,6 +44,8 @@ from compressors.precision import (
     resolve_device,
     share_equal,
 )
+from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.llmlingua2.words import Chunk, WordChunker, WordDecisions, keep_flags, model_kind
 from compressors.protect import Protector, Span, fold_protected
 from compressors.sentences import render_kept
 from compressors.tokens import ApproxTokenCounter, counter_name
@@ -95,7 +95,7 @@ class _FastEngine:
         from compressors.offline import load_cl100k
 
         tokenizer = AutoTokenizer.from_pretrained(owner.model_path, local_files_only=True)
-        self.segmenter = owner.make_segmenter(tokenizer)
+        self.chunker = owner.make_chunker(tokenizer)
         model = AutoModelForTokenClassification.from_pretrained(
             owner.model_path, local_files_only=True
         )
@@ -135,7 +135,7 @@ class _FastEngine:
         for doc in documents:
             spans: list[Span] = []
             keep: list[bool] = []
-            for chunk in self.segmenter.chunks(doc):
+            for chunk in self.chunker.chunks(doc):
                 spans.extend(chunk.spans)
                 keep.extend(self._chunk_flags(chunk, rate, memo))
             out.append(WordDecisions(tuple(spans), tuple(keep)))
@@ -153,7 +153,7 @@ class _ReferenceEngine:
             use_llmlingua2=True,
             model_config={"local_files_only": True},
         )
-        self.segmenter = owner.make_segmenter(self.pc.tokenizer)
+        self.chunker = owner.make_chunker(self.pc.tokenizer)
         if owner.precision == AUTO:  # llmlingua's own code cannot read bf16 probabilities
             allowed = tuple(p for p in candidates(owner.device) if p != "bf16")
             owner.chosen_precision = _auto(self, owner, allowed)
@@ -183,7 +183,7 @@ class _ReferenceEngine:
         labels = [w.rsplit(" ", 1)[1] == "1" for w in text.split(sep)] if text else []
         out, pos = [], 0
         for doc in documents:
-            spans = [s for c in self.segmenter.chunks(doc) for s in c.spans]
+            spans = [s for c in self.chunker.chunks(doc) for s in c.spans]
             out.append(WordDecisions(tuple(spans), tuple(labels[pos : pos + len(spans)])))
             pos += len(spans)
         if pos != len(labels):
@@ -239,8 +239,8 @@ class LLMLingua2Compressor:
             f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
         )
 
-    def make_segmenter(self, tokenizer) -> Segmenter:
-        return Segmenter(
+    def make_chunker(self, tokenizer) -> WordChunker:
+        return WordChunker(
             tokenizer, self.kind, self.force_tokens, self.chunk_end_tokens, self.max_seq_len
         )
 
