@@ -172,7 +172,7 @@ def _entry(compressor, cases: list[RagCase], args, count) -> dict:
 
 
 def _measure_all(cases, small, args, count) -> tuple[dict, dict]:
-    from compressors.registry import build_compressor
+    from compressors import build_compressor
 
     results, built = {}, {}
     for name, registry_name, options in ENTRIES:
@@ -236,8 +236,7 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_DIR))
     import torch
 
-    from compressors.offline import ensure_tiktoken_cache
-    from compressors.tokens import HFTokenCounter
+    from compressors import HFTokenCounter, ensure_tiktoken_cache
 
     ensure_tiktoken_cache(os.environ["TIKTOKEN_CACHE_DIR"])
     torch.set_num_threads(args.threads)

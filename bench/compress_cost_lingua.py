@@ -23,7 +23,7 @@ WARMUP_QUESTION = "What does the warm-up paragraph load?"
 
 
 def load_s_first_call(compressor, rate: float) -> float:
-    from compressors.base import Budget
+    from compressors import Budget
 
     start = time.perf_counter()
     compressor.compress([WARMUP_DOC], question=WARMUP_QUESTION, budget=Budget(rate=rate))
@@ -35,7 +35,7 @@ def _reference_pair(count, rate: float, model_path):
     LLMLingua-2 as its README does (for timing), both loaded and warmed up."""
     from llmlingua import PromptCompressor
 
-    from compressors.llmlingua2.compressor import LLMLingua2Compressor
+    from compressors import LLMLingua2Compressor
 
     reference = LLMLingua2Compressor(count, model_path=model_path, engine="reference",
                                      precision="fp32")  # fmt: skip
@@ -78,7 +78,7 @@ def _interleaved(calls: dict[str, Callable], cases: list[RagCase], reps: int) ->
 
 
 def _calls(pc, fast: dict, precisions: list[str], rate: float) -> dict[str, Callable]:
-    from compressors.base import Budget
+    from compressors import Budget
 
     budget, ends = Budget(rate=rate), list(fast["fp32"].chunk_end_tokens)
     force = list(fast["fp32"].force_tokens)

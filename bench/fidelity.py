@@ -55,9 +55,7 @@ from bench.squad import (
     default_token_counter,
 )
 from bench.squad_render import RENDERERS
-from compressors.base import Budget, Compressor, TokenCounter
-from compressors.registry import build_compressor
-from compressors.tokens import counter_name
+from compressors import Budget, Compressor, TokenCounter, build_compressor, counter_name
 from proxy.prompt.segment import Segmenter
 
 REQUEST_PATH = "fast_extractive"
@@ -152,7 +150,7 @@ def prepare(name: str) -> None:
     if registry_name == "fast_extractive":
         subprocess.run([sys.executable, str(builder / "build_static_minilm.py")], check=True)
     if registry_name == "longllmlingua":
-        from compressors.offline import ensure_tiktoken_cache
+        from compressors import ensure_tiktoken_cache
 
         ensure_tiktoken_cache(ROOT / ".cache" / "tiktoken", set_env=True)
 

@@ -7,7 +7,7 @@ import pytest
 from bench import fidelity
 from bench.fidelity_report import fail, request_path, sentences_verbatim, verbatim
 from bench.squad import RagCase
-from compressors.sentences import render_kept, split_sentences
+from compressors import render_kept, split_sentences
 
 SOURCE = "Work began on 3 May 1920. It cost $4.5 million! The bridge opened in 1932."
 

@@ -2,11 +2,9 @@ import itertools
 
 import pytest
 
+from compressors import Budget, ExtractiveCompressor, LLMLingua2Compressor
 from compressors import _precision as precision
 from compressors._precision import Trial, candidates, check, choose, pick, share_equal
-from compressors.base import Budget
-from compressors.extractive import ExtractiveCompressor
-from compressors.llmlingua2.compressor import LLMLingua2Compressor
 from compressors.tokens import TiktokenCounter
 
 

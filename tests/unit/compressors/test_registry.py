@@ -3,15 +3,19 @@ import sys
 
 import pytest
 
-from compressors.base import Budget, Compressor
-from compressors.extractive import ExtractiveCompressor
-from compressors.fast_extractive.compressor import FastExtractiveCompressor
-from compressors.identity import IdentityCompressor
-from compressors.llmlingua2.compressor import LLMLingua2Compressor
-from compressors.longllmlingua import LongLLMLinguaCompressor
-from compressors.protect import Protector
+from compressors import (
+    ApproxTokenCounter,
+    Budget,
+    Compressor,
+    ExtractiveCompressor,
+    FastExtractiveCompressor,
+    HFTokenCounter,
+    IdentityCompressor,
+    LLMLingua2Compressor,
+    LongLLMLinguaCompressor,
+    Protector,
+)
 from compressors.registry import REGISTRY, build_compressor, names
-from compressors.tokens import ApproxTokenCounter, HFTokenCounter
 
 
 def test_every_name_builds_without_loading_a_model(minilm_path):

@@ -35,8 +35,7 @@ def test_names_and_factory(minilm_path):
 
 
 def test_count_spans_in_one_pass(minilm_path):
-    from compressors.sentences import split_sentences
-    from compressors.tokens import ApproxTokenCounter, HFTokenCounter, count_spans
+    from compressors import ApproxTokenCounter, HFTokenCounter, count_spans, split_sentences
 
     text = "Paris is big. It has 2,100,000 people!\n\nThe Seine runs through it."
     spans = split_sentences(text)
@@ -51,8 +50,7 @@ def test_count_spans_in_one_pass(minilm_path):
 def test_count_spans_byte_level_bpe(tiny_causal_lm):
     """Byte-level BPE glues the space to the next word (" It"): such a token belongs to
     the sentence it overlaps; whitespace-only tokens belong to none."""
-    from compressors.sentences import split_sentences
-    from compressors.tokens import HFTokenCounter, count_spans
+    from compressors import HFTokenCounter, count_spans, split_sentences
 
     text = "Paris is big. It has many people.\n\nThe river runs through it."
     spans = split_sentences(text)

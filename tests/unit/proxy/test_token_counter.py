@@ -6,7 +6,7 @@ import httpx
 from stub_vllm import StubVllm
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter
 from proxy.routing.endpoint import EndpointPool
 from proxy.token_counter import TargetTokenCounter
 from tests.support.servers import serving

@@ -39,10 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from compressors.fast_extractive import bm25
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.protect import Protector
+from compressors import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors import Protector
 from compressors._selection import per_document_keep, pooled_keep
-from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
+from compressors import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.fast_extractive.static_embed import (
     StaticEmbedder,
     Tokens,
@@ -50,7 +50,7 @@ from compressors.fast_extractive.static_embed import (
     unit,
 )
 from compressors.fast_extractive.stopwords import content_mask
-from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
+from compressors import ApproxTokenCounter, count_spans, counter_name
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
 SCORERS: Mapping[str, Mapping[str, float]] = {

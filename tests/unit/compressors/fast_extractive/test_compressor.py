@@ -1,12 +1,15 @@
 import numpy as np
 import pytest
 
-from compressors.base import Budget, Compressor
-from compressors.fast_extractive.compressor import FastExtractiveCompressor
+from compressors import (
+    Budget,
+    Compressor,
+    FastExtractiveCompressor,
+    HFTokenCounter,
+    Protector,
+    split_sentences,
+)
 from compressors.fast_extractive.static_embed import StaticEmbedder
-from compressors.protect import Protector
-from compressors.sentences import split_sentences
-from compressors.tokens import HFTokenCounter
 
 DOCS = [
     "The Eiffel Tower stands in Paris. It was completed in 1889 for the World's Fair. "

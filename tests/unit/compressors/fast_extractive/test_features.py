@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 
 from bench.squad import build_cases, load_squad
-from compressors.base import Budget
-from compressors.fast_extractive.compressor import FastExtractiveCompressor
+from compressors import (
+    Budget,
+    FastExtractiveCompressor,
+    FeatureCompressor,
+    HFTokenCounter,
+    decode_features,
+    encode_features,
+)
 from compressors.fast_extractive.static_embed import default_static_path
-from compressors.features import FeatureCompressor, decode, encode
-from compressors.tokens import HFTokenCounter
 from tests.unit.compressors.fast_extractive.reference_compressor import ReferenceFastExtractive
 
 N_CASES = 8  # per distractor kind: ~2k tokens each
@@ -90,11 +94,11 @@ def test_memoized_features_give_the_same_bytes_for_any_question(cases, counter, 
     fast = FastExtractiveCompressor(counter, model_path=static_model)
     assert isinstance(fast, FeatureCompressor)
     docs = list(cases[0].documents)
-    stored = [encode(fast.document_features(d)) for d in docs]  # what the cache keeps
+    stored = [encode_features(fast.document_features(d)) for d in docs]  # what the cache keeps
     computed = fast.features_computed
     for case in cases[:6]:  # new questions over the same documents
         budget = Budget(rate=0.4, target_tokens=round(0.4 * sum(counter(d) for d in docs)))
-        feats = [decode(b) for b in stored]
+        feats = [decode_features(b) for b in stored]
         got = fast.compress_features(docs, feats, question=case.question, budget=budget)
         assert got == fast.compress(docs, question=case.question, budget=budget)
     assert fast.features_computed == computed + 6 * len(docs)  # only compress() computed
@@ -103,16 +107,16 @@ def test_memoized_features_give_the_same_bytes_for_any_question(cases, counter, 
 def test_encoding_round_trip_and_rejects(static_model, counter):
     fast = FastExtractiveCompressor(counter, model_path=static_model)
     f = fast.document_features("One sentence here. Another one, 3.5 km long! And a third?")
-    blob = encode(f)
-    back = decode(blob)
+    blob = encode_features(f)
+    back = decode_features(blob)
     assert back.tokens == f.tokens and back.span_list() == f.span_list()
     for a, b in ((back.counts, f.counts), (back.ids, f.ids), (back.sums, f.sums)):
         assert np.array_equal(a, b)
-    assert decode(blob[:-1]) is None and decode(b"XYZ" + blob[3:]) is None
-    assert decode(b"") is None
+    assert decode_features(blob[:-1]) is None and decode_features(b"XYZ" + blob[3:]) is None
+    assert decode_features(b"") is None
     empty = fast.document_features("   ")
-    assert decode(encode(empty)).sentences == 0
-    feats = [decode(encode(empty))]
+    assert decode_features(encode_features(empty)).sentences == 0
+    feats = [decode_features(encode_features(empty))]
     assert fast.compress_features(["   "], feats, question="q", budget=Budget(0.5)).texts == ("",)
 
 

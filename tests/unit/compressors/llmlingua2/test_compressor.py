@@ -1,10 +1,8 @@
 import numpy as np
 import pytest
 
-from compressors.base import Budget, Compressor
-from compressors.llmlingua2.compressor import LLMLingua2Compressor
+from compressors import Budget, Compressor, LLMLingua2Compressor, Protector
 from compressors.llmlingua2.words import keep_flags, model_kind
-from compressors.protect import Protector
 from compressors.tokens import TiktokenCounter
 
 DOCS = [
