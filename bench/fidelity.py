@@ -47,6 +47,7 @@ from bench.fidelity_report import (
     request_path,
     summary_line,
 )
+from bench.lib.variants import build_compressor
 from bench.squad import (
     DISTRACTORS,
     RagCase,
@@ -55,18 +56,18 @@ from bench.squad import (
     default_token_counter,
 )
 from bench.squad_render import RENDERERS
-from compressors import Budget, Compressor, TokenCounter, build_compressor, counter_name
+from compressors import Budget, Compressor, TokenCounter, counter_name
 from proxy.prompt.segment import Segmenter
 
 REQUEST_PATH = "fast_extractive"
 # row name -> (registry name, options); the _bm25 / _static rows are the candidates the
-# hybrid was chosen against (same code, one signal each)
+# hybrid was chosen against (same code, one signal each: bench/lib/variants)
 ENTRIES = {
     "identity": ("identity", {}),
     "extractive": ("extractive", {}),
     "fast_extractive": ("fast_extractive", {}),
-    "fast_extractive_bm25": ("fast_extractive", {"scorer": "bm25"}),
-    "fast_extractive_static": ("fast_extractive", {"scorer": "static"}),
+    "fast_extractive_bm25": ("fast_extractive", {"variant": "bm25"}),
+    "fast_extractive_static": ("fast_extractive", {"variant": "static"}),
     "llmlingua2": ("llmlingua2", {}),
     "longllmlingua": ("longllmlingua", {}),
 }

@@ -2,10 +2,10 @@ import itertools
 
 import pytest
 
+from bench.lib.variants.tiktoken_counter import TiktokenCounter
 from compressors import Budget, ExtractiveCompressor, LLMLingua2Compressor
 from compressors import _precision as precision
 from compressors._precision import Trial, candidates, check, choose, pick, share_equal
-from compressors.tokens import TiktokenCounter
 
 
 def test_pick_the_fastest_that_keeps_the_bar():

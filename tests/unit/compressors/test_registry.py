@@ -68,7 +68,11 @@ def test_errors():
     with pytest.raises(TypeError):
         build_compressor("identity", {"rate": 0.5})
     with pytest.raises(ValueError):
-        build_compressor("llmlingua2", {"engine": "turbo"})
+        build_compressor("llmlingua2", {"precision": "int4"})
+    with pytest.raises(TypeError):  # bench-only modes are no product options (issue 21)
+        build_compressor("llmlingua2", {"engine": "reference"})
+    with pytest.raises(TypeError):
+        build_compressor("fast_extractive", {"scorer": "bm25"})
 
 
 def test_importing_the_registry_loads_no_model_library():

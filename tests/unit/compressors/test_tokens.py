@@ -1,7 +1,6 @@
 from compressors.tokens import (
     ApproxTokenCounter,
     HFTokenCounter,
-    TiktokenCounter,
     counter_name,
     make_token_counter,
 )
@@ -21,10 +20,6 @@ def test_hf_counter_ignores_folder_padding_and_special_tokens(minilm_path):
     assert count("hello world") == 2  # no [CLS]/[SEP], no padding to 128
     assert count("hello world " * 300) == 600  # no truncation either
     assert count.name == f"hf:{minilm_path.name}"
-
-
-def test_tiktoken_counter():
-    assert TiktokenCounter()("hello world") == 2
 
 
 def test_names_and_factory(minilm_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bench.lib.variants.fast_single_signal import SingleSignalFastExtractive
 from bench.squad import build_cases, load_squad
 from compressors import (
     Budget,
@@ -53,6 +54,14 @@ def _models(static_model, scorer: str):
     return [static_model] + ([real] if built else [])
 
 
+def _split(scorer: str, counter, **opts):
+    """The product (the hybrid mix) or bench's single-signal variant, which replaced the
+    product's `scorer` option (issue 21): both must match the frozen copy."""
+    if scorer == "hybrid":
+        return FastExtractiveCompressor(counter, **opts)
+    return SingleSignalFastExtractive(counter, signal=scorer, **opts)
+
+
 def _same(got, want, exact: bool) -> bool:
     """Same bytes, same tokens before; tokens after equal too when re-counted ("exact")."""
     if exact:
@@ -66,9 +75,9 @@ def _same(got, want, exact: bool) -> bool:
                                               ("bm25", "exact"), ("static", "exact")])  # fmt: skip
 def test_byte_identical_to_the_unsplit_compressor(scorer, kept, cases, counter, static_model):
     for model in _models(static_model, scorer if kept == "exact" else "-"):
-        opts = {"model_path": model, "scorer": scorer, "build_missing": False}
-        new = FastExtractiveCompressor(counter, **opts, kept_counts=kept)
-        old = ReferenceFastExtractive(counter, **opts)
+        opts = {"model_path": model, "build_missing": False}
+        new = _split(scorer, counter, **opts, kept_counts=kept)
+        old = ReferenceFastExtractive(counter, **opts, scorer=scorer)
         for case in cases:
             docs = list(case.documents)
             for budget in _budgets(docs, counter):
@@ -121,8 +130,8 @@ def test_encoding_round_trip_and_rejects(static_model, counter):
 
 
 def test_feature_fingerprint_ignores_the_scorer_not_the_model(static_model, counter):
-    a = FastExtractiveCompressor(counter, model_path=static_model, scorer="bm25")
-    b = FastExtractiveCompressor(counter, model_path=static_model, scorer="hybrid")
+    a = SingleSignalFastExtractive(counter, model_path=static_model, signal="bm25")
+    b = FastExtractiveCompressor(counter, model_path=static_model)
     assert a.feature_fingerprint() == b.feature_fingerprint()
     assert a.fingerprint() != b.fingerprint()
     c = FastExtractiveCompressor(counter, model_path=static_model, max_sentence_chars=100)

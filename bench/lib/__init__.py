@@ -1,0 +1,1 @@
+"""Benchmark helpers: workloads, load generators, process control and reports (not entry points)."""
