@@ -20,7 +20,7 @@ sentence.
 same picks on our SQuAD sample; slow on CPUs without them), "int8" (dynamic
 quantization, CPU only, about 2.3×, ~5% of documents pick differently) or "auto": measure
 each once at load on a fixed text and keep the fastest whose sentence picks agree with
-fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: precision.py;
+fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: _precision.py;
 `chosen_precision`, `precision_trials`).
 `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 

@@ -4,7 +4,7 @@ Why: against a GPU-speed backend (≈ 0.03-0.1 ms prefill per prompt token) a co
 must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forward costs
 300-500 ms per 1k tokens on one CPU thread. Here no model runs at request time:
 
-- sentences and protected spans exactly as `extractive` (sentences.py, protect.py);
+- sentences and protected spans exactly as `extractive` (compressors/sentences.py, protect.py);
 - each document is tokenized once with all-MiniLM-L6-v2's WordPiece (with offsets);
   tokens are assigned to sentences by position;
 - scores (WEIGHTS, chosen by measurement against each signal alone: issue-9a note) mix
@@ -16,7 +16,7 @@ must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forwar
   each BM25 divided by the request's best so the weights mean the same for any
   question; `weights` replaces them (bench's single-signal variants, the candidates the
   mix was chosen against, are in bench/lib/variants/fast_single_signal.py);
-- selection as `extractive` (selection.py): best first while the budget has room, one
+- selection as `extractive` (compressors/_selection.py): best first while the budget has room, one
   pool across documents for `Budget.target_tokens`, per document for `Budget.rate`;
   kept sentences are re-emitted byte-identical, in order (sentences.render_kept).
 
