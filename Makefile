@@ -35,7 +35,7 @@ models: setup-ragtrim
 	@$(PY) -m deploy.local.build_lingua_standin --out $(MODELS)/lingua2-standin-bert-base-multilingual-cased
 	@$(PY) -m deploy.local.build_lingua_standin --encoder-from minilm --out $(MODELS)/lingua2-standin-minilm-bert-base-multilingual-cased
 	@$(PY) -m deploy.local.build_static_minilm
-	@$(PY) -c "from compressors.offline import ensure_tiktoken_cache as e; e('$(TIKTOKEN_CACHE_DIR)')"
+	@$(PY) -c "from compressors import ensure_tiktoken_cache as e; e('$(TIKTOKEN_CACHE_DIR)')"
 
 lint:
 	$(PY) -m ruff check .

@@ -55,20 +55,19 @@ from bench.lib.squad import (
     default_token_counter,
 )
 from bench.lib.squad_render import RENDERERS
-from compressors.base import Budget, Compressor, TokenCounter
-from compressors.registry import build_compressor
-from compressors.tokens import counter_name
+from bench.lib.variants import build_compressor
+from compressors import Budget, Compressor, TokenCounter, counter_name
 from proxy.prompt.segment import Segmenter
 
 REQUEST_PATH = "fast_extractive"
 # row name -> (registry name, options); the _bm25 / _static rows are the candidates the
-# hybrid was chosen against (same code, one signal each)
+# hybrid was chosen against (same code, one signal each: bench/lib/variants)
 ENTRIES = {
     "identity": ("identity", {}),
     "extractive": ("extractive", {}),
     "fast_extractive": ("fast_extractive", {}),
-    "fast_extractive_bm25": ("fast_extractive", {"scorer": "bm25"}),
-    "fast_extractive_static": ("fast_extractive", {"scorer": "static"}),
+    "fast_extractive_bm25": ("fast_extractive", {"variant": "bm25"}),
+    "fast_extractive_static": ("fast_extractive", {"variant": "static"}),
     "llmlingua2": ("llmlingua2", {}),
     "longllmlingua": ("longllmlingua", {}),
 }
@@ -152,7 +151,7 @@ def prepare(name: str) -> None:
     if registry_name == "fast_extractive":
         subprocess.run([*builder, "deploy.local.build_static_minilm"], check=True, cwd=ROOT)
     if registry_name == "longllmlingua":
-        from compressors.offline import ensure_tiktoken_cache
+        from compressors import ensure_tiktoken_cache
 
         ensure_tiktoken_cache(ROOT / ".cache" / "tiktoken", set_env=True)
 

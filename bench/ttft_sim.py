@@ -58,7 +58,7 @@ def measure_reuse(stub_url: str, proxy_url: str, priming, args) -> list:
     same ragtrim (those cells' documents are other paragraphs: seeded apart)."""
     import httpx
 
-    from compressors.tokens import HFTokenCounter
+    from compressors import HFTokenCounter
 
     draw = ReuseDraw(args.seed + 1000, HFTokenCounter(TOKENIZER))
     urls = {"direct": stub_url, "reuse": proxy_url}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compressors._selection import fill, ranked
 from compressors.base import Budget
-from compressors.selection import fill, ranked
 
 AUTO = "auto"  # the request option (`rate: "auto"`) that asks for this budget
 

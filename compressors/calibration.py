@@ -4,7 +4,7 @@ Written for this project (no data set at run time): four short documents of ordi
 expository prose with numbers, names and a date, ~450 tokens in all, and one question.
 Long enough that a forward pass dominates the timing, short enough that measuring costs
 well under a second on a GPU and a few seconds on a CPU. Two users, one workload:
-- `precision="auto"` (precision.py) times the precisions on it at load;
+- `precision="auto"` (_precision.py) times the precisions on it at load;
 - the proxy's engine compresses it once at start-up (proxy/engine.py `_calibrate`), so
   the cost gate's first decisions use this machine's cost instead of the compressor's
   prior. Priors are figures from one machine; measured in bench.ttft_sim, the extractive

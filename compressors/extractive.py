@@ -20,7 +20,7 @@ sentence.
 same picks on our SQuAD sample; slow on CPUs without them), "int8" (dynamic
 quantization, CPU only, about 2.3×, ~5% of documents pick differently) or "auto": measure
 each once at load on a fixed text and keep the fastest whose sentence picks agree with
-fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: precision.py;
+fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: _precision.py;
 `chosen_precision`, `precision_trials`).
 `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
@@ -44,8 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.precision import (
+from compressors._precision import (
     AUTO,
     candidates,
     check,
@@ -53,8 +52,9 @@ from compressors.precision import (
     resolve_device,
     share_equal,
 )
+from compressors._selection import per_document_keep, pooled_keep
+from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.protect import Protector
-from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.tokens import ApproxTokenCounter, counter_name
 

@@ -42,8 +42,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
+from compressors._precision import resolve_device
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.precision import resolve_device
 from compressors.protect import Protector, Span, overlaps
 from compressors.tokens import ApproxTokenCounter, counter_name
 

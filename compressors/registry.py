@@ -27,8 +27,8 @@ from compressors.base import Compressor
 REGISTRY: Mapping[str, tuple[str, str]] = {
     "identity": ("compressors.identity", "IdentityCompressor"),
     "extractive": ("compressors.extractive", "ExtractiveCompressor"),
-    "fast_extractive": ("compressors.fast_extractive", "FastExtractiveCompressor"),
-    "llmlingua2": ("compressors.llmlingua2", "LLMLingua2Compressor"),
+    "fast_extractive": ("compressors.fast_extractive.compressor", "FastExtractiveCompressor"),
+    "llmlingua2": ("compressors.llmlingua2.compressor", "LLMLingua2Compressor"),
     "longllmlingua": ("compressors.longllmlingua", "LongLLMLinguaCompressor"),
 }
 
@@ -53,13 +53,19 @@ def _prepare(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def construct(cls: type, name: str, options: Mapping[str, Any]) -> Compressor:
+    """`cls(**options)` with the options above resolved as for the registered `name`
+    (its class or a subclass: bench/lib/variants builds its variants through this)."""
+    kwargs = _prepare(name, options)
+    if "device" in kwargs and "device" not in inspect.signature(cls).parameters:
+        kwargs.pop("device")
+    return cls(**kwargs)
+
+
 def build_compressor(name: str, options: Mapping[str, Any] | None = None) -> Compressor:
     """A new compressor instance; models load lazily on its first compress()."""
     if name not in REGISTRY:
         raise ValueError(f"unknown compressor {name!r}; known: {sorted(REGISTRY)}")
     module_name, class_name = REGISTRY[name]
     cls = getattr(importlib.import_module(module_name), class_name)
-    kwargs = _prepare(name, options or {})
-    if "device" in kwargs and "device" not in inspect.signature(cls).parameters:
-        kwargs.pop("device")
-    return cls(**kwargs)
+    return construct(cls, name, options or {})

@@ -12,7 +12,8 @@ Every counter carries a `name` so a compressor's fingerprint can say which one i
   (v1 counted 1,440 Chinese characters as 240 tokens; cl100k and Llama-3 give about one
   token per CJK character), and other non-Latin letters (Cyrillic, Greek, Arabic, ...)
   count 2 characters a token, as BPE vocabularies trained mostly on English split them.
-- `TiktokenCounter()`: cl100k_base from the packaged file (see `offline.py`).
+- cl100k_base counts (llmlingua's own budget arithmetic) are a bench counter:
+  bench/lib/variants/tiktoken_counter.py.
 
 `count_spans(counter, text, spans)` counts a text and each of its sentences in one
 tokenizer pass where the counter can (HFTokenCounter: a token belongs to the first span it
@@ -106,25 +107,6 @@ class HFTokenCounter:
         hit = first < len(spans)
         hit[hit] &= starts[first[hit]] < bounds[hit, 1]
         return len(offsets), np.bincount(first[hit], minlength=len(spans)).tolist()
-
-
-class TiktokenCounter:
-    """cl100k_base counts (what llmlingua uses for its own budget arithmetic)."""
-
-    name = "tiktoken:cl100k_base"
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._encoding = None
-
-    def __call__(self, text: str) -> int:
-        if self._encoding is None:
-            with self._lock:
-                if self._encoding is None:
-                    from compressors.offline import load_cl100k
-
-                    self._encoding = load_cl100k()
-        return len(self._encoding.encode_ordinary(text))
 
 
 def counter_name(count_tokens: TokenCounter) -> str:

@@ -29,7 +29,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp
 
 from cache.store import KVStore
-from compressors.base import Compressor
+from compressors import Compressor
 from proxy.components import build
 from proxy.dataplane import DataPlane
 from proxy.errors import InvalidRequest, MethodNotAllowed, NotFound, ProxyError

@@ -15,8 +15,7 @@ from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
-from compressors.base import Compressor
-from compressors.registry import build_compressor
+from compressors import Compressor, build_compressor
 from proxy.accesslog import AccessLog, access_logger
 from proxy.accounting import Accounting, known_tenants
 from proxy.admission import Admission

@@ -31,11 +31,16 @@ from concurrent.futures import ThreadPoolExecutor
 from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
-from compressors import calibration
-from compressors.adaptive import AUTO, AdaptiveBudget
-from compressors.base import Budget, Compressor, TokenCounter
-from compressors.deadline import within
-from compressors.features import FeatureCompressor
+from compressors import (
+    AUTO,
+    AdaptiveBudget,
+    Budget,
+    Compressor,
+    FeatureCompressor,
+    TokenCounter,
+    calibration,
+    within,
+)
 from proxy.feature_path import FeaturePath
 from proxy.outcome import CompressionBusy, Outcome, WorkerCrashed
 

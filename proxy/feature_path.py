@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
 from cache.features import FeatureCache
-from compressors.features import ChunkFeatures, FeatureCompressor, decode, encode
+from compressors import ChunkFeatures, FeatureCompressor, decode_features, encode_features
 
 
 class FeaturePath:
@@ -50,17 +50,17 @@ class FeaturePath:
 
     def compute(self, documents: Sequence[str]) -> list[bytes]:
         """In a worker: the document part of each, encoded (ingest-time precompute)."""
-        return [encode(self.compressor.document_features(d)) for d in documents]
+        return [encode_features(self.compressor.document_features(d)) for d in documents]
 
     def features(self, documents: Sequence[str], blobs: list[bytes | None]) -> list[ChunkFeatures]:
         """In a worker: each document's features, decoded or computed (and then written
         into `blobs`, for `keep`)."""
         out = []
         for i, (doc, blob) in enumerate(zip(documents, blobs, strict=True)):
-            f = decode(blob) if blob is not None else None
+            f = decode_features(blob) if blob is not None else None
             if f is None:  # unseen (or an entry of another format): the document part
                 f = self.compressor.document_features(doc)
-                blobs[i] = encode(f)
+                blobs[i] = encode_features(f)
             out.append(f)
         return out
 

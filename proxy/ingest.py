@@ -30,7 +30,7 @@ from contextlib import contextmanager
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compressors.verbatim import partition
+from compressors import partition_verbatim
 from proxy.engine import CompressionEngine
 from proxy.errors import InvalidRequest, Overloaded
 from proxy.settings import CompressionLimitSettings
@@ -100,7 +100,7 @@ async def compress_documents(
     engine: CompressionEngine, req: CompressRequest, rate: float, tenant: str = ""
 ) -> dict:
     # the others are kept verbatim, never compressed (~20 ms per MB: off the loop)
-    chosen = await asyncio.to_thread(partition, req.documents)
+    chosen = await asyncio.to_thread(partition_verbatim, req.documents)
     docs = [req.documents[i] for i in chosen]
     try:
         outcome = await engine.compress(docs, req.question, rate, tenant) if docs else None

@@ -16,7 +16,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from compressors.adaptive import AUTO
+from compressors import AUTO
 from proxy.errors import InvalidRequest
 
 BODY_FIELD = "ragtrim"

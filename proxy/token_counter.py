@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+from compressors import ApproxTokenCounter, HFTokenCounter
 from proxy.routing.endpoint import EndpointPool
 
 

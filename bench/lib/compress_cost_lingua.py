@@ -23,7 +23,7 @@ WARMUP_QUESTION = "What does the warm-up paragraph load?"
 
 
 def load_s_first_call(compressor, rate: float) -> float:
-    from compressors.base import Budget
+    from compressors import Budget
 
     start = time.perf_counter()
     compressor.compress([WARMUP_DOC], question=WARMUP_QUESTION, budget=Budget(rate=rate))
@@ -31,14 +31,14 @@ def load_s_first_call(compressor, rate: float) -> float:
 
 
 def _reference_pair(count, rate: float, model_path):
-    """Our reference engine (for .decide) and llmlingua's own PromptCompressor set up for
-    LLMLingua-2 as its README does (for timing), both loaded and warmed up."""
+    """llmlingua's engine in our compressor (bench/lib/variants, for .decide) and
+    llmlingua's own PromptCompressor set up for LLMLingua-2 as its README does (for
+    timing), both loaded and warmed up."""
     from llmlingua import PromptCompressor
 
-    from compressors.llmlingua2 import LLMLingua2Compressor
+    from bench.lib.variants.lingua2_reference import ReferenceLLMLingua2Compressor
 
-    reference = LLMLingua2Compressor(count, model_path=model_path, engine="reference",
-                                     precision="fp32")  # fmt: skip
+    reference = ReferenceLLMLingua2Compressor(count, model_path=model_path, precision="fp32")
     pc = PromptCompressor(model_name=str(model_path), device_map="cpu", use_llmlingua2=True,
                           model_config={"local_files_only": True})  # fmt: skip
     load_s = load_s_first_call(reference, rate)
@@ -78,7 +78,7 @@ def _interleaved(calls: dict[str, Callable], cases: list[RagCase], reps: int) ->
 
 
 def _calls(pc, fast: dict, precisions: list[str], rate: float) -> dict[str, Callable]:
-    from compressors.base import Budget
+    from compressors import Budget
 
     budget, ends = Budget(rate=rate), list(fast["fp32"].chunk_end_tokens)
     force = list(fast["fp32"].force_tokens)
@@ -111,7 +111,8 @@ def versus_reference(fast: dict, default, cases: list[RagCase], args, count) -> 
         "reps": args.reps, "rate": args.rate, "n_words": found["n_words"],
         "decide_s_single_run": found["decide_s_single_run"], "reference_load_s": round(load_s, 3),
         "reference_call": "PromptCompressor(use_llmlingua2=True).compress_prompt(docs, rate, "
-        "use_context_level_filter=False) per case; ours: engine='fast' .compress per case",
-        "agreement_via": "engine='reference' .decide (compress_prompt_llmlingua2, where "
-        "compress_prompt dispatches, use_context_level_filter=False) vs engine='fast' .decide",
+        "use_context_level_filter=False) per case; ours: LLMLingua2Compressor .compress per case",
+        "agreement_via": "bench.lib.variants ReferenceLLMLingua2Compressor .decide "
+        "(compress_prompt_llmlingua2, where compress_prompt dispatches, "
+        "use_context_level_filter=False) vs LLMLingua2Compressor .decide",
     }  # fmt: skip

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compressors.adaptive import AdaptiveBudget
-from compressors.protect import Protector
-from compressors.sentences import split_sentences
+from compressors import AdaptiveBudget, Protector, split_sentences
 
 SENTENCE_LEVEL = ("extractive", "fast_extractive")
 FIGURES = Protector(kinds=("date", "number"))

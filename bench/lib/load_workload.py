@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from bench.lib.squad import RagCase, answer_retained, build_cases, load_squad
 from bench.lib.squad_render import render_langchain, render_llamaindex
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter
 
 
 @dataclass(frozen=True)

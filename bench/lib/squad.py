@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from compressors.base import TokenCounter
-from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+from compressors import ApproxTokenCounter, HFTokenCounter, TokenCounter
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"

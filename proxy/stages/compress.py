@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from compressors.adaptive import AUTO, AdaptiveBudget
-from compressors.deadline import DeadlineExceeded
-from compressors.verbatim import merge, partition
+from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
 from proxy.context import RequestContext
 from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.gate import CostGate, RobustRate
@@ -83,7 +81,7 @@ class CompressStage:
         outcome = await self._compress(ctx, [texts[i] for i in chosen], question, rate)
         if outcome is None:
             return texts
-        new = merge(texts, chosen, outcome.texts)
+        new = merge_verbatim(texts, chosen, outcome.texts)
         if any(t.strip() for t in texts) and not any(t.strip() for t in new):
             self.metrics.compress_failures.labels("emptied").inc()
             ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
@@ -93,8 +91,8 @@ class CompressStage:
     async def _judgeable(self, texts: list[str]) -> list[int]:
         """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop."""
         if sum(map(len, texts)) > self.limits.offload_bytes:
-            return await asyncio.to_thread(partition, texts)
-        return partition(texts)
+            return await asyncio.to_thread(partition_verbatim, texts)
+        return partition_verbatim(texts)
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         self._learn_calibration()

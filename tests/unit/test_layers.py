@@ -33,6 +33,16 @@ def test_libraries_never_import_the_proxy(package):
     assert not {path: names for path, names in offending.items() if names}
 
 
+@pytest.mark.parametrize("package", ["compressors", "cache", "proxy"])
+def test_the_product_never_imports_bench(package):
+    """Bench-only variants (bench/lib/variants) subclass the product, never the reverse."""
+    offending = {
+        path: sorted(n for n in names if n == "bench" or n.startswith("bench."))
+        for path, names in imported_modules(package).items()
+    }
+    assert not {path: names for path, names in offending.items() if names}
+
+
 def test_segmentation_imports_only_itself():
     ours = ("proxy", "compressors", "cache")
     offending = {
@@ -44,6 +54,7 @@ def test_segmentation_imports_only_itself():
 
 
 def test_the_layer_check_sees_imports():
+    assert "compressors" in imported_modules("bench/lib")["bench/lib/variants/tiktoken_counter.py"]
     assert (
         "proxy.prompt.segment.model"
         in imported_modules("proxy/prompt/segment")["proxy/prompt/segment/splice.py"]

@@ -12,7 +12,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from cache.store import MemoryStore, RedisStore
-from compressors.tokens import ApproxTokenCounter, HFTokenCounter
+from compressors import ApproxTokenCounter, HFTokenCounter
 from proxy.components import make_engine
 from proxy.engine import CompressionEngine
 from proxy.prompt.segment import Segmentation, Segmenter, apply_chat, apply_prompt

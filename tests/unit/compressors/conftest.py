@@ -30,7 +30,7 @@ def _torch(threads: int = 1):
 @pytest.fixture(scope="session")
 def tiktoken_cache(tmp_path_factory):
     """cl100k_base seeded into a temp TIKTOKEN_CACHE_DIR (llmlingua's constructor needs it)."""
-    from compressors.offline import ensure_tiktoken_cache
+    from compressors import ensure_tiktoken_cache
 
     folder = tmp_path_factory.mktemp("tiktoken")
     with pytest.MonkeyPatch.context() as mp:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from compressors import Budget
 from compressors.adaptive import AdaptiveBudget, adaptive_keep
-from compressors.base import Budget
 
 
 def test_keeps_what_clears_the_margin_within_min_and_max():

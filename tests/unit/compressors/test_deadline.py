@@ -4,11 +4,9 @@ import time
 
 import pytest
 
+from compressors import ApproxTokenCounter, Protector, count_spans, split_sentences
+from compressors._selection import pooled_keep
 from compressors.deadline import DeadlineExceeded, check, within
-from compressors.protect import Protector
-from compressors.selection import pooled_keep
-from compressors.sentences import split_sentences
-from compressors.tokens import ApproxTokenCounter, count_spans
 
 
 def test_check_raises_only_past_the_deadline_and_only_inside_within():

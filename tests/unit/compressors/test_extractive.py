@@ -1,9 +1,7 @@
 import pytest
 
-from compressors.base import Budget, Compressor
+from compressors import Budget, Compressor, HFTokenCounter, split_sentences
 from compressors.extractive import ExtractiveCompressor, LRUEmbeddingCache
-from compressors.sentences import split_sentences
-from compressors.tokens import HFTokenCounter
 
 DOCS = [
     "The Eiffel Tower stands in Paris. It was completed in 1889 for the World's Fair. "

@@ -1,5 +1,4 @@
-from compressors.base import Budget, Compressor
-from compressors.identity import IdentityCompressor
+from compressors import Budget, Compressor, IdentityCompressor
 
 
 def test_identity_returns_documents_unchanged():

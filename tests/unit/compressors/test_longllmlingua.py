@@ -1,6 +1,6 @@
 import pytest
 
-from compressors.base import Budget, Compressor
+from compressors import Budget, Compressor, HFTokenCounter, Protector
 from compressors.longllmlingua import (
     LegacyCacheLM,
     LongLLMLinguaCompressor,
@@ -9,8 +9,6 @@ from compressors.longllmlingua import (
     rank_deltas,
     to_legacy,
 )
-from compressors.protect import Protector
-from compressors.tokens import HFTokenCounter
 
 DOCS = [
     "The Denver Broncos defeated the Carolina Panthers 24\u201310 in Super Bowl 50, played "

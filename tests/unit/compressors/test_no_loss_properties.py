@@ -15,11 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compressors.base import Budget
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.protect import Protector
-from compressors.sentences import MAX_SENTENCE_CHARS, split_sentences
-from compressors.tokens import ApproxTokenCounter, count_spans
+from compressors import (
+    MAX_SENTENCE_CHARS,
+    ApproxTokenCounter,
+    Budget,
+    FastExtractiveCompressor,
+    Protector,
+    count_spans,
+    split_sentences,
+)
 
 SCRIPTS = {
     "latin": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ",

@@ -2,12 +2,10 @@ import itertools
 
 import pytest
 
-from compressors import precision
-from compressors.base import Budget
-from compressors.extractive import ExtractiveCompressor
-from compressors.llmlingua2 import LLMLingua2Compressor
-from compressors.precision import Trial, candidates, check, choose, pick, share_equal
-from compressors.tokens import TiktokenCounter
+from bench.lib.variants.tiktoken_counter import TiktokenCounter
+from compressors import Budget, ExtractiveCompressor, LLMLingua2Compressor
+from compressors import _precision as precision
+from compressors._precision import Trial, candidates, check, choose, pick, share_equal
 
 
 def test_pick_the_fastest_that_keeps_the_bar():

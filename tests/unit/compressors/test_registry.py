@@ -3,15 +3,19 @@ import sys
 
 import pytest
 
-from compressors.base import Budget, Compressor
-from compressors.extractive import ExtractiveCompressor
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.identity import IdentityCompressor
-from compressors.llmlingua2 import LLMLingua2Compressor
-from compressors.longllmlingua import LongLLMLinguaCompressor
-from compressors.protect import Protector
+from compressors import (
+    ApproxTokenCounter,
+    Budget,
+    Compressor,
+    ExtractiveCompressor,
+    FastExtractiveCompressor,
+    HFTokenCounter,
+    IdentityCompressor,
+    LLMLingua2Compressor,
+    LongLLMLinguaCompressor,
+    Protector,
+)
 from compressors.registry import REGISTRY, build_compressor, names
-from compressors.tokens import ApproxTokenCounter, HFTokenCounter
 
 
 def test_every_name_builds_without_loading_a_model(minilm_path):
@@ -64,7 +68,11 @@ def test_errors():
     with pytest.raises(TypeError):
         build_compressor("identity", {"rate": 0.5})
     with pytest.raises(ValueError):
-        build_compressor("llmlingua2", {"engine": "turbo"})
+        build_compressor("llmlingua2", {"precision": "int4"})
+    with pytest.raises(TypeError):  # bench-only modes are no product options (issue 21)
+        build_compressor("llmlingua2", {"engine": "reference"})
+    with pytest.raises(TypeError):
+        build_compressor("fast_extractive", {"scorer": "bm25"})
 
 
 def test_importing_the_registry_loads_no_model_library():

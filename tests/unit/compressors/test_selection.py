@@ -1,6 +1,6 @@
 """Selection under a budget: best first, greedy, and never empty (issue 23)."""
 
-from compressors.selection import per_document_keep, pooled_keep
+from compressors._selection import per_document_keep, pooled_keep
 
 
 def test_pooled_budget_fills_best_first_in_order():

@@ -1,5 +1,4 @@
-from compressors.protect import Protector
-from compressors.sentences import render_kept, split_sentences
+from compressors import Protector, render_kept, split_sentences
 
 DOC = (
     '  Dr. Smith went to Washington. He said "hello!" Then e.g. this happens. '

@@ -4,7 +4,7 @@ only)."""
 import time
 from collections.abc import Sequence
 
-from compressors.base import Budget, CompressionResult, DocumentResult
+from compressors import Budget, CompressionResult, DocumentResult
 
 
 class HalfWords:

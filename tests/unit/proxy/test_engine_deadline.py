@@ -8,10 +8,13 @@ import pytest
 
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore
-from compressors.base import CompressionResult, DocumentResult
-from compressors.deadline import DeadlineExceeded
-from compressors.protect import Protector
-from compressors.sentences import split_sentences
+from compressors import (
+    CompressionResult,
+    DeadlineExceeded,
+    DocumentResult,
+    Protector,
+    split_sentences,
+)
 from proxy.engine import CompressionEngine
 from tests.unit.proxy.doubles import HalfWords
 

@@ -10,8 +10,7 @@ import pytest
 from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.tokens import HFTokenCounter
+from compressors import FastExtractiveCompressor, HFTokenCounter
 from proxy.engine import CompressionEngine
 from tests.support.servers import free_port
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures

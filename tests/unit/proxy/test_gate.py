@@ -65,9 +65,7 @@ def test_measured_compressor_cost_replaces_the_prior():
 
 
 def test_the_prior_is_a_number_the_compressor_carries():
-    from compressors.extractive import ExtractiveCompressor
-    from compressors.fast_extractive import FastExtractiveCompressor
-    from compressors.identity import IdentityCompressor
+    from compressors import ExtractiveCompressor, FastExtractiveCompressor, IdentityCompressor
 
     assert gate(prior_ms_per_1k=10.0).compressor_ms_per_token() == pytest.approx(0.01)
     assert gate(prior_ms_per_1k=0.0).compressor_ms_per_token() == 0.0
@@ -80,7 +78,7 @@ def test_the_prior_is_a_number_the_compressor_carries():
 def test_every_registered_compressor_carries_a_prior():
     import importlib
 
-    from compressors.registry import REGISTRY
+    from compressors import REGISTRY
 
     for module_name, class_name in REGISTRY.values():
         cls = getattr(importlib.import_module(module_name), class_name)

@@ -5,7 +5,7 @@ import json
 import httpx
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter
 from proxy.routing.endpoint import EndpointPool
 from proxy.token_counter import TargetTokenCounter
 from tests.doubles.stub_vllm import StubVllm

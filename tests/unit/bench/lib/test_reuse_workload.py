@@ -3,7 +3,7 @@
 from collections import Counter
 
 from bench.lib.reuse_workload import ReuseDraw
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter
 
 
 def test_popular_chunks_repeat_questions_never_do():

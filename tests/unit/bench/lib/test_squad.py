@@ -17,7 +17,7 @@ from bench.lib.squad import (
     usable,
 )
 from bench.lib.squad_render import RENDERERS, render_langchain, render_llamaindex
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter
 from proxy.prompt.segment import apply_chat
 from tests.unit.proxy.prompt.segment.support import segment_chat
 

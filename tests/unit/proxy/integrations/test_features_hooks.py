@@ -7,8 +7,7 @@ from langchain_core.documents import Document
 from llama_index.core import Document as LlamaDocument
 from llama_index.core.ingestion import IngestionPipeline
 
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter, FastExtractiveCompressor
 from proxy.integrations.langchain import RagtrimDocumentCompressor
 from proxy.integrations.llamaindex import RagtrimFeatures
 from proxy.settings import Settings

@@ -7,7 +7,7 @@ import random
 
 import httpx
 
-from compressors.base import CompressionResult, DocumentResult
+from compressors import CompressionResult, DocumentResult
 from tests.unit.proxy.doubles import HalfWords
 from tests.unit.proxy.stages.test_compress_e2e import ALWAYS, DOCS, SYSTEM, rag_body
 

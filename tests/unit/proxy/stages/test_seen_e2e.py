@@ -3,8 +3,7 @@ to /v1/compress without a question are seen by a later request with any question
 
 import httpx
 
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.tokens import ApproxTokenCounter
+from compressors import ApproxTokenCounter, FastExtractiveCompressor
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
 from tests.unit.proxy.stages.test_compress_e2e import ALWAYS, DOCS, post, rag_body
 
@@ -28,7 +27,7 @@ def test_ingest_without_a_question_makes_later_questions_seen(stub, make_proxy, 
 
 
 def test_rate_auto_is_an_adaptive_budget(stub, make_proxy, static_model):  # noqa: F811
-    from compressors.adaptive import AdaptiveBudget
+    from compressors import AdaptiveBudget
     from proxy.options import read_options
 
     assert read_options({"x-ragtrim-rate": "auto"}, None).rate == "auto"

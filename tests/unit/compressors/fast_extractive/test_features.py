@@ -1,5 +1,5 @@
 """fast_extractive split in a document part and a request part (issue 18): the same bytes
-as the unsplit compressor (a frozen copy: reference_fast_extractive.py) on SQuAD
+as the unsplit compressor (a frozen copy: reference_compressor.py) on SQuAD
 fidelity cases of both distractor kinds, and features that survive their encoding."""
 
 from __future__ import annotations
@@ -8,12 +8,17 @@ import numpy as np
 import pytest
 
 from bench.lib.squad import build_cases, load_squad
-from compressors.base import Budget
-from compressors.fast_extractive import FastExtractiveCompressor
-from compressors.features import FeatureCompressor, decode, encode
-from compressors.static_embed import default_static_path
-from compressors.tokens import HFTokenCounter
-from tests.unit.compressors.reference_fast_extractive import ReferenceFastExtractive
+from bench.lib.variants.fast_single_signal import SingleSignalFastExtractive
+from compressors import (
+    Budget,
+    FastExtractiveCompressor,
+    FeatureCompressor,
+    HFTokenCounter,
+    decode_features,
+    encode_features,
+)
+from compressors.fast_extractive.static_embed import default_static_path
+from tests.unit.compressors.fast_extractive.reference_compressor import ReferenceFastExtractive
 
 N_CASES = 8  # per distractor kind: ~2k tokens each
 
@@ -49,6 +54,14 @@ def _models(static_model, scorer: str):
     return [static_model] + ([real] if built else [])
 
 
+def _split(scorer: str, counter, **opts):
+    """The product (the hybrid mix) or bench's single-signal variant, which replaced the
+    product's `scorer` option (issue 21): both must match the frozen copy."""
+    if scorer == "hybrid":
+        return FastExtractiveCompressor(counter, **opts)
+    return SingleSignalFastExtractive(counter, signal=scorer, **opts)
+
+
 def _same(got, want, exact: bool) -> bool:
     """Same bytes, same tokens before; tokens after equal too when re-counted ("exact")."""
     if exact:
@@ -62,9 +75,9 @@ def _same(got, want, exact: bool) -> bool:
                                               ("bm25", "exact"), ("static", "exact")])  # fmt: skip
 def test_byte_identical_to_the_unsplit_compressor(scorer, kept, cases, counter, static_model):
     for model in _models(static_model, scorer if kept == "exact" else "-"):
-        opts = {"model_path": model, "scorer": scorer, "build_missing": False}
-        new = FastExtractiveCompressor(counter, **opts, kept_counts=kept)
-        old = ReferenceFastExtractive(counter, **opts)
+        opts = {"model_path": model, "build_missing": False}
+        new = _split(scorer, counter, **opts, kept_counts=kept)
+        old = ReferenceFastExtractive(counter, **opts, scorer=scorer)
         for case in cases:
             docs = list(case.documents)
             for budget in _budgets(docs, counter):
@@ -90,11 +103,11 @@ def test_memoized_features_give_the_same_bytes_for_any_question(cases, counter, 
     fast = FastExtractiveCompressor(counter, model_path=static_model)
     assert isinstance(fast, FeatureCompressor)
     docs = list(cases[0].documents)
-    stored = [encode(fast.document_features(d)) for d in docs]  # what the cache keeps
+    stored = [encode_features(fast.document_features(d)) for d in docs]  # what the cache keeps
     computed = fast.features_computed
     for case in cases[:6]:  # new questions over the same documents
         budget = Budget(rate=0.4, target_tokens=round(0.4 * sum(counter(d) for d in docs)))
-        feats = [decode(b) for b in stored]
+        feats = [decode_features(b) for b in stored]
         got = fast.compress_features(docs, feats, question=case.question, budget=budget)
         assert got == fast.compress(docs, question=case.question, budget=budget)
     assert fast.features_computed == computed + 6 * len(docs)  # only compress() computed
@@ -103,22 +116,22 @@ def test_memoized_features_give_the_same_bytes_for_any_question(cases, counter, 
 def test_encoding_round_trip_and_rejects(static_model, counter):
     fast = FastExtractiveCompressor(counter, model_path=static_model)
     f = fast.document_features("One sentence here. Another one, 3.5 km long! And a third?")
-    blob = encode(f)
-    back = decode(blob)
+    blob = encode_features(f)
+    back = decode_features(blob)
     assert back.tokens == f.tokens and back.span_list() == f.span_list()
     for a, b in ((back.counts, f.counts), (back.ids, f.ids), (back.sums, f.sums)):
         assert np.array_equal(a, b)
-    assert decode(blob[:-1]) is None and decode(b"XYZ" + blob[3:]) is None
-    assert decode(b"") is None
+    assert decode_features(blob[:-1]) is None and decode_features(b"XYZ" + blob[3:]) is None
+    assert decode_features(b"") is None
     empty = fast.document_features("   ")
-    assert decode(encode(empty)).sentences == 0
-    feats = [decode(encode(empty))]
+    assert decode_features(encode_features(empty)).sentences == 0
+    feats = [decode_features(encode_features(empty))]
     assert fast.compress_features(["   "], feats, question="q", budget=Budget(0.5)).texts == ("",)
 
 
 def test_feature_fingerprint_ignores_the_scorer_not_the_model(static_model, counter):
-    a = FastExtractiveCompressor(counter, model_path=static_model, scorer="bm25")
-    b = FastExtractiveCompressor(counter, model_path=static_model, scorer="hybrid")
+    a = SingleSignalFastExtractive(counter, model_path=static_model, signal="bm25")
+    b = FastExtractiveCompressor(counter, model_path=static_model)
     assert a.feature_fingerprint() == b.feature_fingerprint()
     assert a.fingerprint() != b.fingerprint()
     c = FastExtractiveCompressor(counter, model_path=static_model, max_sentence_chars=100)

@@ -4,18 +4,19 @@ Why: against a GPU-speed backend (≈ 0.03-0.1 ms prefill per prompt token) a co
 must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forward costs
 300-500 ms per 1k tokens on one CPU thread. Here no model runs at request time:
 
-- sentences and protected spans exactly as `extractive` (sentences.py, protect.py);
+- sentences and protected spans exactly as `extractive` (compressors/sentences.py, protect.py);
 - each document is tokenized once with all-MiniLM-L6-v2's WordPiece (with offsets);
   tokens are assigned to sentences by position;
-- scores (scorer="hybrid", the default, chosen by measurement: issue-9a note) mix
+- scores (WEIGHTS, chosen by measurement against each signal alone: issue-9a note) mix
   * BM25 of the question's content words over the request's sentences (bm25.py),
   * cosine of the sentence's static embedding (static_embed.py: MiniLM distilled into
     one row per token, model2vec's recipe) to the question's,
   * the same two signals for the sentence's whole document (a sentence of the
     document that answers is worth more than a look-alike elsewhere),
   each BM25 divided by the request's best so the weights mean the same for any
-  question; scorer="bm25" or "static" keeps one signal (for comparison);
-- selection as `extractive` (selection.py): best first while the budget has room, one
+  question; `weights` replaces them (bench's single-signal variants, the candidates the
+  mix was chosen against, are in bench/lib/variants/fast_single_signal.py);
+- selection as `extractive` (compressors/_selection.py): best first while the budget has room, one
   pool across documents for `Budget.target_tokens`, per document for `Budget.rate`;
   kept sentences are re-emitted byte-identical, in order (sentences.render_kept).
 
@@ -33,23 +34,24 @@ from pathlib import Path
 
 import numpy as np
 
-from compressors import bm25
+from compressors._selection import per_document_keep, pooled_keep
 from compressors.adaptive import AdaptiveBudget, adaptive_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.fast_extractive import bm25
+from compressors.fast_extractive.static_embed import (
+    StaticEmbedder,
+    Tokens,
+    default_static_path,
+    unit,
+)
+from compressors.fast_extractive.stopwords import content_mask
 from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
-from compressors.selection import per_document_keep, pooled_keep
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
-from compressors.static_embed import StaticEmbedder, Tokens, default_static_path, unit
-from compressors.stopwords import content_mask
 from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
-SCORERS: Mapping[str, Mapping[str, float]] = {
-    "hybrid": {"bm25": 1.0, "cos": 1.0, "doc_bm25": 0.5, "doc_cos": 0.5},
-    "bm25": {"bm25": 1.0},
-    "static": {"cos": 1.0},
-}
+WEIGHTS: Mapping[str, float] = {"bm25": 1.0, "cos": 1.0, "doc_bm25": 0.5, "doc_cos": 0.5}
 
 
 class FastExtractiveCompressor:
@@ -64,7 +66,6 @@ class FastExtractiveCompressor:
         count_tokens: TokenCounter | None = None,
         *,
         model_path: str | Path | None = None,
-        scorer: str = "hybrid",
         weights: Mapping[str, float] | None = None,
         protector: Protector | None = None,
         min_sentences: int = 1,
@@ -73,13 +74,10 @@ class FastExtractiveCompressor:
         build_missing: bool = True,
         kept_counts: str = "spans",
     ) -> None:
-        if scorer not in SCORERS:
-            raise ValueError(f"scorer must be one of {tuple(SCORERS)}, got {scorer!r}")
-        self.weights = dict(SCORERS[scorer] if weights is None else weights)
-        unknown = set(self.weights) - set(SCORERS["hybrid"])
+        self.weights = dict(WEIGHTS if weights is None else weights)
+        unknown = set(self.weights) - set(WEIGHTS)
         if unknown:
             raise ValueError(f"unknown weights {sorted(unknown)}")
-        self.scorer = scorer if weights is None else "custom"
         self.count_tokens = count_tokens or ApproxTokenCounter()
         self.model_path = Path(model_path) if model_path else default_static_path()
         self.embedder = StaticEmbedder(self.model_path)
@@ -119,13 +117,13 @@ class FastExtractiveCompressor:
         if not self.build_missing:
             raise FileNotFoundError(f"{self.model_path}: run deploy/local/build_static_minilm.py")
         from compressors.extractive import default_model_path
-        from compressors.static_distill import build_atomically
+        from compressors.fast_extractive.static_distill import build_atomically
 
         build_atomically(self.model_path, default_model_path())
 
     def feature_fingerprint(self) -> str:
         """What a chunk's features depend on: not the weights nor the rounding (they
-        act in the request part), so every scorer variant shares them."""
+        act in the request part), so every weighting shares them."""
         return (
             f"{self.name}-features:f{FORMAT}:model={self.model_path.name}:counter="
             f"{counter_name(self.count_tokens)}:max_chars={self.max_sentence_chars}:"

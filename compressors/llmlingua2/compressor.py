@@ -1,28 +1,29 @@
 """LLMLingua-2: a token classifier scores every word; the least useful words are dropped.
 
 Question-agnostic and per document (llmlingua's context-level filter, which drops whole
-documents, is never used), so results are cacheable per chunk. Two engines, same rule:
+documents, is never used), so results are cacheable per chunk. We run the classifier
+ourselves with llmlingua-2's rule (words.py). The document is tokenized once (with
+offsets) and cut into chunks of ≤ 510 tokens ending at a chunk-end token; each chunk runs
+alone ([CLS] chunk [SEP], no padding, inference mode), so a document's result never
+depends on what it was batched with; tokens merge into words (BERT "##" pieces; XLM-R "▁"
+starts and punctuation); a word's probability is the mean of its tokens'
+keep-probabilities (1.0 for a force token); per chunk, the threshold is the
+int(100·(1−rate)+1)-th percentile of the word probabilities repeated once per cl100k_base
+token of the word; a word is kept above it (or at it when it is 1).
+`precision`: "fp32" (same decisions as llmlingua), "bf16" or "int8" (dynamic
+quantization of the Linear layers, CPU only): faster or slower depending on the
+machine, a few decisions differ; "auto" (default) measures them once at load on a
+fixed text and keeps the fastest whose word decisions agree with fp32's on ≥ 99.5 %
+(_precision.py); `chosen_precision` and `precision_trials` say what it found.
+`device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
-- "reference": llmlingua's `compress_prompt_llmlingua2`, word labels read back with
-  `return_word_label=True`. Its constructor loads cl100k_base through tiktoken: offline,
-  the caller first runs `offline.ensure_tiktoken_cache(dir)` and sets TIKTOKEN_CACHE_DIR.
-- "fast" (default): we run the classifier ourselves with llmlingua-2's rule. The document
-  is tokenized once (with offsets) and cut into chunks of ≤ 510 tokens ending at a
-  chunk-end token; each chunk runs alone ([CLS] chunk [SEP], no padding, inference mode),
-  so a document's result never depends on what it was batched with; tokens merge into
-  words (BERT "##" pieces; XLM-R "▁" starts and punctuation); a word's probability is the
-  mean of its tokens' keep-probabilities (1.0 for a force token); per chunk, the
-  threshold is the int(100·(1−rate)+1)-th percentile of the word probabilities repeated
-  once per cl100k_base token of the word; a word is kept above it (or at it when it is 1).
-  `precision`: "fp32" (same decisions as llmlingua), "bf16" or "int8" (dynamic
-  quantization of the Linear layers, CPU only): faster or slower depending on the
-  machine, a few decisions differ; "auto" (default) measures them once at load on a
-  fixed text and keeps the fastest whose word decisions agree with fp32's on ≥ 99.5 %
-  (precision.py); `chosen_precision` and `precision_trials` say what it found.
-  `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
+llmlingua's own `compress_prompt_llmlingua2`, which this engine reproduces, is a bench
+variant (bench/lib/variants/lingua2_reference.py: a subclass that overrides
+`make_engine`), not a product option: only the agreement benchmark and the
+byte-identity tests run it.
 
-Both engines render from the source text: protected spans (protect.py) and the words over
-them are kept verbatim, kept words are joined with the source's own whitespace
+Text is rendered from the source: protected spans (protect.py) and the words over them
+are kept verbatim, kept words are joined with the source's own whitespace
 (sentences.render_kept) — llmlingua's own output is re-detokenized ("word , word") and
 loses line breaks. Force tokens must be single tokens of the classifier's vocabulary.
 """
@@ -36,9 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from compressors import deadline
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.lingua2_rule import Chunk, Segmenter, WordDecisions, keep_flags, model_kind
-from compressors.precision import (
+from compressors._precision import (
     AUTO,
     candidates,
     check,
@@ -46,16 +45,18 @@ from compressors.precision import (
     resolve_device,
     share_equal,
 )
+from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors.llmlingua2.words import Chunk, WordChunker, WordDecisions, keep_flags, model_kind
 from compressors.protect import Protector, Span, fold_protected
 from compressors.sentences import render_kept
 from compressors.tokens import ApproxTokenCounter, counter_name
 
 DEFAULT_MODEL = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"
-ENGINES = ("fast", "reference")
 MIN_RATE = 0.01  # llmlingua's percentile arithmetic fails below this
 
 
-def _with_precision(model, precision: str):
+def with_precision(model, precision: str):
+    """`model` converted to `precision` (public: bench's reference engine converts too)."""
     import torch
 
     if precision == "bf16":
@@ -68,10 +69,10 @@ def _with_precision(model, precision: str):
 def _convert_copy(model, precision: str):
     import copy
 
-    return _with_precision(copy.deepcopy(model), precision)
+    return with_precision(copy.deepcopy(model), precision)
 
 
-def _auto(engine, owner: LLMLingua2Compressor, allowed: tuple[str, ...]):
+def auto_precision(engine, owner: LLMLingua2Compressor, allowed: tuple[str, ...]):
     """Measure each allowed precision on the calibration text with `engine`, whose
     `model` (fp32) is swapped for a converted copy per trial; keep the winner."""
     from compressors import calibration
@@ -83,28 +84,28 @@ def _auto(engine, owner: LLMLingua2Compressor, allowed: tuple[str, ...]):
         return lambda: [d.keep for d in engine.decide(calibration.DOCUMENTS, 0.33)]
 
     picked, trials = choose(run, allowed, share_equal)
-    engine.model = _with_precision(base, picked)
+    engine.model = with_precision(base, picked)
     owner.precision_trials = [t.as_dict() for t in trials]
     return picked
 
 
-class _FastEngine:
+class FastEngine:
     def __init__(self, owner: LLMLingua2Compressor) -> None:
         from transformers import AutoModelForTokenClassification, AutoTokenizer
 
         from compressors.offline import load_cl100k
 
         tokenizer = AutoTokenizer.from_pretrained(owner.model_path, local_files_only=True)
-        self.segmenter = owner.make_segmenter(tokenizer)
+        self.chunker = owner.make_chunker(tokenizer)
         model = AutoModelForTokenClassification.from_pretrained(
             owner.model_path, local_files_only=True
         )
         self.device, self.cl100k = owner.device, load_cl100k()
         self.model = model.float().to(owner.device).eval()
         if owner.precision == AUTO:
-            owner.chosen_precision = _auto(self, owner, candidates(owner.device))
+            owner.chosen_precision = auto_precision(self, owner, candidates(owner.device))
         else:
-            self.model = _with_precision(self.model, owner.precision)
+            self.model = with_precision(self.model, owner.precision)
 
     def _token_probs(self, ids: list[int]) -> np.ndarray:
         import torch
@@ -135,65 +136,17 @@ class _FastEngine:
         for doc in documents:
             spans: list[Span] = []
             keep: list[bool] = []
-            for chunk in self.segmenter.chunks(doc):
+            for chunk in self.chunker.chunks(doc):
                 spans.extend(chunk.spans)
                 keep.extend(self._chunk_flags(chunk, rate, memo))
             out.append(WordDecisions(tuple(spans), tuple(keep)))
         return out
 
 
-class _ReferenceEngine:
-    def __init__(self, owner: LLMLingua2Compressor) -> None:
-        from llmlingua import PromptCompressor
-
-        self.owner = owner
-        self.pc = PromptCompressor(
-            model_name=owner.model_path,
-            device_map=owner.device,
-            use_llmlingua2=True,
-            model_config={"local_files_only": True},
-        )
-        self.segmenter = owner.make_segmenter(self.pc.tokenizer)
-        if owner.precision == AUTO:  # llmlingua's own code cannot read bf16 probabilities
-            allowed = tuple(p for p in candidates(owner.device) if p != "bf16")
-            owner.chosen_precision = _auto(self, owner, allowed)
-        else:
-            self.pc.model = _with_precision(self.pc.model, owner.precision)
-
-    @property
-    def model(self):
-        return self.pc.model
-
-    @model.setter
-    def model(self, value) -> None:
-        self.pc.model = value
-
-    def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:
-        sep = "\t\t|\t\t"
-        res = self.pc.compress_prompt_llmlingua2(
-            list(documents),
-            rate=rate,
-            use_context_level_filter=False,
-            return_word_label=True,
-            word_sep=sep,
-            force_tokens=list(self.owner.force_tokens),
-            chunk_end_tokens=list(self.owner.chunk_end_tokens),
-        )
-        text = res["fn_labeled_original_prompt"]
-        labels = [w.rsplit(" ", 1)[1] == "1" for w in text.split(sep)] if text else []
-        out, pos = [], 0
-        for doc in documents:
-            spans = [s for c in self.segmenter.chunks(doc) for s in c.spans]
-            out.append(WordDecisions(tuple(spans), tuple(labels[pos : pos + len(spans)])))
-            pos += len(spans)
-        if pos != len(labels):
-            raise RuntimeError(f"llmlingua labelled {len(labels)} words, we found {pos}")
-        return out
-
-
 class LLMLingua2Compressor:
     name = "llmlingua2"
     version = "1"
+    engine = "fast"  # in the fingerprint: results of llmlingua's own code (bench) differ
     prior_ms_per_1k = 1640.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = False
 
@@ -203,7 +156,6 @@ class LLMLingua2Compressor:
         *,
         model_path: str | Path = DEFAULT_MODEL,
         model_id: str | None = None,
-        engine: str = "fast",
         device: str = "auto",
         precision: str = AUTO,
         force_tokens: Sequence[str] = (),
@@ -212,13 +164,9 @@ class LLMLingua2Compressor:
         protector: Protector | None = None,
         num_threads: int | None = None,
     ) -> None:
-        if engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         check(device, precision)
-        if precision == "bf16" and engine == "reference":
-            raise ValueError("llmlingua's own code cannot read bf16 probabilities")
         self.count_tokens = count_tokens or ApproxTokenCounter()
-        self.model_path, self.engine, self.device = str(model_path), engine, device
+        self.model_path, self.device = str(model_path), device
         self.precision = precision
         self.chosen_precision: str | None = None if precision == AUTO else precision
         self.precision_trials: list[dict] = []
@@ -227,7 +175,7 @@ class LLMLingua2Compressor:
         self.force_tokens, self.chunk_end_tokens = tuple(force_tokens), tuple(chunk_end_tokens)
         self.max_seq_len, self.num_threads = max_seq_len, num_threads
         self.protector = protector or Protector()
-        self._engine: _FastEngine | _ReferenceEngine | None = None
+        self._engine = None  # FastEngine, built on the first compress()
         self._lock = threading.Lock()
 
     def fingerprint(self) -> str:
@@ -239,12 +187,16 @@ class LLMLingua2Compressor:
             f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
         )
 
-    def make_segmenter(self, tokenizer) -> Segmenter:
-        return Segmenter(
+    def make_chunker(self, tokenizer) -> WordChunker:
+        return WordChunker(
             tokenizer, self.kind, self.force_tokens, self.chunk_end_tokens, self.max_seq_len
         )
 
-    def _load(self) -> _FastEngine | _ReferenceEngine:
+    def make_engine(self) -> FastEngine:
+        """The engine that decides words; called once, under the lock, at first use."""
+        return FastEngine(self)
+
+    def _load(self):
         with self._lock:
             if self._engine is None:
                 self.device = resolve_device(self.device)
@@ -253,8 +205,7 @@ class LLMLingua2Compressor:
                     import torch
 
                     torch.set_num_threads(self.num_threads)  # process-wide
-                engine_class = _FastEngine if self.engine == "fast" else _ReferenceEngine
-                self._engine = engine_class(self)
+                self._engine = self.make_engine()
         return self._engine
 
     def decide(self, documents: Sequence[str], rate: float) -> list[WordDecisions]:

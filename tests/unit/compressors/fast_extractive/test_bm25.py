@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 
-from compressors import bm25
+from compressors.fast_extractive import bm25
 
 
 def test_term_counts_per_span():

@@ -2,8 +2,8 @@ import json
 
 import numpy as np
 
-from compressors.static_distill import build_atomically, is_built, pca, sif_weights
-from compressors.static_embed import StaticEmbedder
+from compressors.fast_extractive.static_distill import build_atomically, is_built, pca, sif_weights
+from compressors.fast_extractive.static_embed import StaticEmbedder
 
 
 def test_pca_orders_components_and_fixes_signs():

@@ -1,6 +1,6 @@
 # ruff: noqa
-"""FROZEN copy of compressors/fast_extractive.py before the issue-18 split (git show
-a42256d:compressors/fast_extractive.py): the reference test_fast_features.py compares the
+"""FROZEN copy of compressors/fast_extractive.py (now fast_extractive/compressor.py) before the issue-18 split (git show
+a42256d:compressors/fast_extractive.py): the reference test_features.py compares the
 split compressor against, byte for byte. Do not edit.
 
 Request-path extractive compression: the `extractive` contract at ~1/50 of its cost.
@@ -38,14 +38,19 @@ from pathlib import Path
 
 import numpy as np
 
-from compressors import bm25
-from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
-from compressors.protect import Protector
-from compressors.selection import per_document_keep, pooled_keep
-from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
-from compressors.static_embed import StaticEmbedder, Tokens, default_static_path, unit
-from compressors.stopwords import content_mask
-from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
+from compressors.fast_extractive import bm25
+from compressors import Budget, CompressionResult, DocumentResult, TokenCounter
+from compressors import Protector
+from compressors._selection import per_document_keep, pooled_keep
+from compressors import MAX_SENTENCE_CHARS, render_kept, split_sentences
+from compressors.fast_extractive.static_embed import (
+    StaticEmbedder,
+    Tokens,
+    default_static_path,
+    unit,
+)
+from compressors.fast_extractive.stopwords import content_mask
+from compressors import ApproxTokenCounter, count_spans, counter_name
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
 SCORERS: Mapping[str, Mapping[str, float]] = {
@@ -116,7 +121,7 @@ class ReferenceFastExtractive:
         if not self.build_missing:
             raise FileNotFoundError(f"{self.model_path}: run deploy/local/build_static_minilm.py")
         from compressors.extractive import default_model_path
-        from compressors.static_distill import build_atomically
+        from compressors.fast_extractive.static_distill import build_atomically
 
         build_atomically(self.model_path, default_model_path())
 

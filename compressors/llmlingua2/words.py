@@ -2,7 +2,7 @@
 
 Mirrors llmlingua 0.2.2 (`PromptCompressor.__chunk_context`, `__merge_token_to_word`,
 `__compress`) in our own code, so our fast engine and llmlingua decide alike; only the
-classifier's probabilities come from elsewhere (llmlingua2.py runs the model).
+classifier's probabilities come from elsewhere (compressor.py runs the model).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def model_kind(path: str) -> str:
     )
 
 
-class Segmenter:
+class WordChunker:
     """Tokenization, chunking and token→word grouping, as llmlingua-2 does them."""
 
     def __init__(

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
 
-from compressors.base import Budget, Compressor
-from compressors.lingua2_rule import keep_flags, model_kind
-from compressors.llmlingua2 import LLMLingua2Compressor
-from compressors.protect import Protector
-from compressors.tokens import TiktokenCounter
+from bench.lib.variants.lingua2_reference import ReferenceLLMLingua2Compressor
+from bench.lib.variants.tiktoken_counter import TiktokenCounter
+from compressors import Budget, Compressor, LLMLingua2Compressor, Protector
+from compressors.llmlingua2.words import keep_flags, model_kind
 
 DOCS = [
     "Super Bowl 50 was an American football game to determine the champion of the "
@@ -21,10 +20,10 @@ DOCS = [
 FORCE = (".", "?")
 
 
-def make(path, **kwargs):
+def make(path, cls=LLMLingua2Compressor, **kwargs):
     """fp32 unless asked: these tests compare decisions with llmlingua's own (fp32)."""
     kwargs.setdefault("precision", "fp32")
-    return LLMLingua2Compressor(TiktokenCounter(), model_path=path, force_tokens=FORCE, **kwargs)
+    return cls(TiktokenCounter(), model_path=path, force_tokens=FORCE, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +33,7 @@ def fast(lingua_standin):
 
 @pytest.fixture(scope="module")
 def reference(lingua_standin, tiktoken_cache):
-    return make(lingua_standin, engine="reference")
+    return make(lingua_standin, ReferenceLLMLingua2Compressor)
 
 
 def agreement(a, b) -> float:
@@ -49,6 +48,7 @@ def test_fast_engine_decides_like_llmlingua(fast, reference):
         ours, theirs = fast.decide(docs, rate), reference.decide(docs, rate)
         assert [d.spans for d in ours] == [d.spans for d in theirs]
         assert agreement(ours, theirs) >= 0.99
+    assert "engine=fast" in fast.fingerprint() and "engine=reference" in reference.fingerprint()
 
 
 def test_deterministic_and_independent_of_batch(fast):
@@ -92,7 +92,7 @@ def test_precision_and_contract(fast, lingua_standin):
     with pytest.raises(ValueError):
         make(lingua_standin, precision="int4")
     with pytest.raises(ValueError):
-        make(lingua_standin, engine="reference", precision="bf16")
+        make(lingua_standin, ReferenceLLMLingua2Compressor, precision="bf16")
     with pytest.raises(ValueError):
         make("/models/some-roberta")  # llmlingua cannot tell how to merge tokens
 
