@@ -256,15 +256,23 @@ class CostGate:
         return ms * scale, fixed * scale
 
     # the decision -------------------------------------------------------------
-    def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
-               wait_ms: float = 0.0, seen_docs: int = 0,
-               in_flight: float = 1) -> Decision:  # fmt: skip
+    def decide_early(self, context_tokens: int, rate: float) -> Decision | None:
+        """The decisions that need neither the memo nor the features: the compress stage
+        makes them before looking anything up (a request the gate skips pays no lookup)."""
         if self.policy == "never":
             return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":
             return Decision("compress", rate, "compress:policy-always")
         if context_tokens < self.min_context_tokens:
             return Decision("skip", None, f"skip:short-context({context_tokens})")
+        return None
+
+    def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
+               wait_ms: float = 0.0, seen_docs: int = 0,
+               in_flight: float = 1) -> Decision:  # fmt: skip
+        early = self.decide_early(context_tokens, rate)
+        if early is not None:
+            return early
         cold = context_tokens * (1 - cached_docs / total_docs) if total_docs else 0
         work, fixed = self._work(context_tokens, cached_docs, seen_docs, total_docs, in_flight)
         cost = work + (wait_ms if cold else 0.0)
