@@ -219,9 +219,8 @@ class CostGate:
         """A solo job's ms, and its fixed part: the cold law for an all-unseen job; with
         seen documents the seen law plus the unseen tokens at the cold rate, never more
         than the same job cold."""
-        cold_fixed = self.compress_cost.fixed_ms
-        cold = (cold_fixed + (unseen_tokens + seen_tokens) * self.compressor_ms_per_token(),
-                cold_fixed)  # fmt: skip
+        fixed = self.compress_cost.fixed_ms
+        cold = (fixed + (unseen_tokens + seen_tokens) * self.compressor_ms_per_token(), fixed)
         if not seen_tokens:
             return cold
         seen_fixed = self.seen_cost.fixed_ms
@@ -257,8 +256,7 @@ class CostGate:
 
     # the decision -------------------------------------------------------------
     def decide_early(self, context_tokens: int, rate: float) -> Decision | None:
-        """The decisions that need neither the memo nor the features: the compress stage
-        makes them before looking anything up (a request the gate skips pays no lookup)."""
+        """What needs no memo or feature lookup (the compress stage asks this first)."""
         if self.policy == "never":
             return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":
