@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.gate import QUEUE_WINDOW, PrefillLaw
+from proxy.prefill_cost import QUEUE_WINDOW, PrefillLaw
 
 
 @dataclass(eq=False)

@@ -96,17 +96,7 @@ class CompressStage:
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float):
         self._learn_calibration()
-        tokens = self.estimate_tokens(texts)
-        found = await self.engine.lookup(texts, question, rate, ctx.tenant)
-        hits = sum(e is not None for e in found)
-        per_char = self.gate.compressor_ms_per_token() / (
-            self.chars_per_token.value() or CHARS_PER_TOKEN
-        )
-        wait = self.engine.expected_wait_ms(per_char)
-        seen = await self._seen(texts, found, ctx.tenant)
-        decision = self.gate.decide(context_tokens=tokens, cached_docs=hits,
-                                    total_docs=len(texts), rate=_expected(rate), wait_ms=wait,
-                                    seen_docs=seen, in_flight=self.engine.in_flight())  # fmt: skip
+        decision = await self._decide(ctx, texts, question, rate)
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
@@ -125,6 +115,24 @@ class CompressStage:
         self.gate.observe_compression(outcome)
         self.chars_per_token.add(sum(len(t) for t in texts), outcome.tokens_before)
         return outcome
+
+    async def _decide(self, ctx, texts: list[str], question: str, rate: float):
+        """The gate's call; the memo and the features are looked up only when it needs
+        them (not for a policy or a short context)."""
+        tokens = self.estimate_tokens(texts)
+        early = self.gate.decide_early(tokens, _expected(rate))
+        if early is not None:
+            return early
+        found = await self.engine.lookup(texts, question, rate, ctx.tenant)
+        per_char = self.gate.compressor_ms_per_token() / (
+            self.chars_per_token.value() or CHARS_PER_TOKEN
+        )
+        hits = sum(e is not None for e in found)
+        return self.gate.decide(context_tokens=tokens, cached_docs=hits,
+                                total_docs=len(texts), rate=_expected(rate),
+                                wait_ms=self.engine.expected_wait_ms(per_char),
+                                seen_docs=await self._seen(texts, found, ctx.tenant),
+                                in_flight=self.engine.in_flight())  # fmt: skip
 
     async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
         """Output-memo misses whose features are memoized: the gate prices them at the

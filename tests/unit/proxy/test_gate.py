@@ -4,7 +4,8 @@ import statistics
 
 import pytest
 
-from proxy.gate import CostGate, PrefillLaw, RobustRate
+from proxy.gate import CostGate, RobustRate
+from proxy.prefill_cost import PrefillLaw
 from proxy.routing.endpoint import EndpointPool
 
 

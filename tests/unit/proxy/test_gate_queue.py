@@ -6,7 +6,8 @@ import uuid
 
 import httpx
 
-from proxy.gate import BackendQueue, CostGate, queue_multiplier
+from proxy.gate import CostGate
+from proxy.prefill_cost import BackendQueue, queue_multiplier
 from proxy.routing.endpoint import EndpointPool
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm

@@ -1,0 +1,75 @@
+"""Decisions that need no lookup are made before any (proxy/stages/compress.py `_decide`):
+a request the gate skips for its policy or a short context pays neither the memo's nor the
+features' lookup; one it prices does both, as before."""
+
+import asyncio
+
+from proxy.gate import CostGate
+from proxy.metrics import Metrics
+from proxy.stages.compress import CompressStage
+
+DOCS = ["Paris is the capital of France. " * 20, "The Seine flows through Paris. " * 20]
+
+
+class CountingEngine:
+    """The engine's surface the stage reads; counts the lookups."""
+
+    name, calibration = "counting", None
+
+    def __init__(self):
+        self.lookups = self.seen_lookups = self.compressions = 0
+
+    async def lookup(self, texts, question, rate, tenant):
+        self.lookups += 1
+        return [None] * len(texts)
+
+    async def seen_documents(self, texts, tenant):
+        self.seen_lookups += 1
+        return 0
+
+    def expected_wait_ms(self, per_char):
+        return 0.0
+
+    def in_flight(self):
+        return 1
+
+    async def compress(self, texts, question, rate, tenant):
+        self.compressions += 1
+        raise RuntimeError("not needed here")
+
+
+class Ctx:
+    tenant = ""
+
+    def __init__(self):
+        self.response_headers = {}
+
+
+def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
+    engine = CountingEngine()
+    gate = CostGate(policy, prior_ms_per_1k=10.0, min_context_tokens=min_context_tokens,
+                    max_added_ms=1e4)  # fmt: skip
+    stage = CompressStage(engine, gate, Metrics(), 0.33)
+    ctx = Ctx()
+    assert asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33)) == DOCS
+    return engine, ctx.response_headers["x-ragtrim-decision"]
+
+
+def test_policy_and_short_context_skip_without_a_lookup():
+    engine, reason = shrink("never", 0)
+    assert reason == "skip:policy-never" and engine.lookups == engine.seen_lookups == 0
+    engine, reason = shrink("auto", 10_000)
+    assert reason.startswith("skip:short-context") and engine.lookups == 0
+    assert engine.seen_lookups == 0
+
+
+def test_always_goes_to_the_engine_without_the_stage_looking_up():
+    engine, reason = shrink("always", 0)
+    assert engine.lookups == engine.seen_lookups == 0 and engine.compressions == 1
+    assert reason == "failed-open:error"  # the double refuses: the original goes on
+
+
+def test_a_priced_decision_looks_up_the_memo_and_the_features():
+    engine, reason = shrink("auto", 0)
+    assert reason == "skip:no-prefill-measurement"
+    assert engine.lookups == 1 and engine.seen_lookups == 1

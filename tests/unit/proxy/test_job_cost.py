@@ -1,0 +1,47 @@
+"""A compression job's cost law (proxy/job_cost.py): a fixed part plus a rate per token,
+robust to stalled jobs, the ratio alone when the sizes do not spread."""
+
+import pytest
+
+from proxy.job_cost import JobCost
+
+
+def test_fits_the_fixed_part_and_the_rate():
+    law = JobCost()
+    assert law.ms(500) is None and law.fixed_ms == 0.0
+    for tokens in (450, 900, 2000, 3500):  # 12 ms per job + 4 ms per 1k tokens
+        law.add(12 + 0.004 * tokens, tokens)
+    assert law.per_token == pytest.approx(0.004) and law.fixed_ms == pytest.approx(12)
+    assert law.ms(550) == pytest.approx(14.2)
+
+
+def test_a_stalled_job_moves_neither_part():
+    law = JobCost()
+    for tokens, ms in ((400, 14), (800, 16), (1600, 20), (3200, 28), (1000, 400)):  # a stall
+        law.add(ms, tokens)
+    assert law.per_token == pytest.approx(0.005) and law.fixed_ms == pytest.approx(12)
+
+
+def test_without_spread_the_ratio_and_no_fixed_part():
+    law = JobCost()
+    law.add(20, 500)
+    law.add(21.6, 540)  # 8 % apart: no slope from this pair
+    assert law.fixed_ms == 0.0 and law.per_token == pytest.approx(0.04)
+
+
+def test_never_a_negative_part():
+    steep = JobCost()  # a fitted slope above the ratio would need a negative fixed part
+    steep.add(1, 1000)
+    steep.add(30, 2000)
+    assert steep.per_token == pytest.approx(0.008) and steep.fixed_ms == pytest.approx(3.5)
+    flat = JobCost()  # bigger jobs faster: no negative rate
+    flat.add(20, 500)
+    flat.add(10, 2000)
+    assert flat.per_token == 0.0 and flat.fixed_ms == 15.0
+
+
+def test_tiny_or_negative_samples_are_ignored():
+    law = JobCost()
+    law.add(5, 10)
+    law.add(-1, 1000)
+    assert law.per_token is None
