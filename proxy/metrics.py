@@ -204,8 +204,7 @@ class Metrics:
         self.kv_fallbacks = Counter(
             "ragtrim_kv_fallbacks", "kv_cache scores that fell back to rendezvous affinity "
             "(stale: a backend's events not in sync; no_tokens: no token ids; cold: held nowhere)",
-            ["reason"],
-            registry=r,
+            ["reason"], registry=r,
         )  # fmt: skip
         self.kv_tokenize_cost = Histogram(
             "ragtrim_kv_tokenize_ms_per_1k", "Chat template + tokenization per request, "

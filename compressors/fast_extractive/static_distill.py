@@ -76,6 +76,21 @@ def source_digest(model_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def _config(table: np.ndarray, model_dir: Path, dims: int, sif: float) -> dict:
+    """model2vec's config.json for the table (what StaticModel.from_pretrained reads)."""
+    return {
+        "model_type": "model2vec",
+        "architectures": ["StaticModel"],
+        "tokenizer_name": model_dir.name,
+        "apply_pca": dims,
+        "sif_coefficient": sif,
+        "hidden_dim": int(table.shape[1]),
+        "seq_length": 1000000,
+        "normalize": True,
+        "pooling": "mean",
+    }
+
+
 def distill(
     model_dir: Path, out: Path, *, dims: int = 256, sif: float = 1e-4, limit: int | None = None
 ) -> dict:
@@ -92,18 +107,9 @@ def distill(
     tokenizer.no_truncation()
     tokenizer.save(str(out / "tokenizer.json"))
     save_file({"embeddings": table}, str(out / "model.safetensors"))
-    config = {
-        "model_type": "model2vec",
-        "architectures": ["StaticModel"],
-        "tokenizer_name": model_dir.name,
-        "apply_pca": dims,
-        "sif_coefficient": sif,
-        "hidden_dim": int(table.shape[1]),
-        "seq_length": 1000000,
-        "normalize": True,
-        "pooling": "mean",
-    }
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (out / "config.json").write_text(
+        json.dumps(_config(table, model_dir, dims, sif), indent=2) + "\n"
+    )
     record = {
         "format": FORMAT,
         "source": str(model_dir),
