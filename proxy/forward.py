@@ -14,7 +14,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -68,9 +68,9 @@ class Forwarder:
     admission: Admission
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
-    log_prompts: bool = False
-    upstream: UpstreamSettings = field(default_factory=UpstreamSettings)  # response caps
-    show_backend: bool = True  # x-ragtrim-backend on responses
+    log_prompts: bool
+    upstream: UpstreamSettings  # response caps
+    show_backend: bool  # x-ragtrim-backend on responses
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip

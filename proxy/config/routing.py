@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
+from proxy.config.removed import reject_removed
+
 
 class WeightedScorer(BaseModel):
     name: str
@@ -45,45 +47,31 @@ class KvEventsSettings(BaseModel):
     )
 
 
-# With KV events a spill costs one miss, not a lost home: the index then knows where
-# the spilled blocks are (proxy/routing/kv/scorer.py), so the bound may bite earlier.
-# 3: of two replicas, one spills only once it would hold 4 in flight to the other's 0
-# (the bench's --concurrency 4); 2 spilled at 3 vs 1 and cost cache-pressure hits in a
-# small smoke run (hit ratio 0.73 vs rendezvous 0.98). Not yet measured at full size.
-KV_MIN_IN_FLIGHT = 3
-
-
 class RoutingSettings(BaseModel):
     """The router composed in configuration, as the Gateway API Inference Extension's
     endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
     at start-up (proxy/routing/registry.py)."""
 
-    policy: Literal["affinity", "roundrobin"] = Field(
-        "affinity",
-        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight; "
-        "kv_cache instead when kv_events.enabled) + load (load_weight), bounded picker; "
-        "roundrobin = roundrobin, highest picker.",
-    )
     filters: list[str] = Field(
         default_factory=lambda: ["healthy", "serves_model"],
         description="Filters of the candidates, in order (comma-separated).",
     )
     scorers: list[WeightedScorer] = Field(
-        default_factory=list,
+        default_factory=lambda: [WeightedScorer(name="affinity", weight=1.0),
+                                 WeightedScorer(name="load", weight=0.3)],
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
-        "empty = the policy's.",
+        "round-robin: `roundrobin` with picker highest; with kv_events: `kv_cache:1,load:0.3`.",
+    )  # fmt: skip
+    picker: Literal["bounded", "highest"] = Field(
+        "bounded", description="bounded (bounded load) | highest (best total)."
     )
-    picker: Literal["", "bounded", "highest"] = Field(
-        "", description="bounded (bounded load) | highest (best total); empty = the policy's."
-    )
-    affinity_weight: float = Field(1.0, ge=0, description="policy affinity: affinity's weight.")
-    load_weight: float = Field(0.3, ge=0, description="policy affinity: load's weight.")
     epsilon: float = Field(
         0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
     )
     bounded_min_in_flight: int = Field(
         8, ge=0, description="Bounded load: a replica with fewer in flight never spills "
-        "(3 by default with kv_events.enabled).",
+        "(proxy/routing/bounded.py). With kv_events 3 measured better: a spill then costs "
+        "one miss, the index sees where the blocks went (proxy/routing/kv/scorer.py).",
     )  # fmt: skip
     kv_events: KvEventsSettings = Field(default_factory=KvEventsSettings)
 
@@ -99,16 +87,22 @@ class RoutingSettings(BaseModel):
         pairs = (part.partition(":") for part in parts)
         return [{"name": name, "weight": weight or 1.0} for name, _, weight in pairs]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return reject_removed("routing", data)
+
     @model_validator(mode="after")
-    def _apply_policy(self) -> RoutingSettings:
-        """Resolve the shorthand once: `scorers` and `picker` are what the router uses."""
-        rr = self.policy == "roundrobin"
-        if not self.scorers:
-            first = "kv_cache" if self.kv_events.enabled else "affinity"
-            pairs = [("roundrobin", 1.0)] if rr else [(first, self.affinity_weight),
-                                                       ("load", self.load_weight)]  # fmt: skip
-            self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
-        self.picker = self.picker or ("highest" if rr else "bounded")
-        if self.kv_events.enabled and "bounded_min_in_flight" not in self.model_fields_set:
-            self.bounded_min_in_flight = KV_MIN_IN_FLIGHT
+    def _kv_scorer(self) -> RoutingSettings:
+        """The subscription exists for the kv_cache scorer and the scorer reads only it:
+        one without the other is a configuration error, not a rewrite of `scorers`."""
+        named = any(s.name == "kv_cache" for s in self.scorers)
+        if self.kv_events.enabled and not named:
+            raise ValueError(
+                "routing.kv_events.enabled needs the kv_cache scorer: set routing.scorers "
+                "(--routing-scorers kv_cache:1,load:0.3, or RAGTRIM_ROUTING__SCORERS as JSON), and "
+                "routing.bounded_min_in_flight=3 (measured with kv_events)"
+            )
+        if named and not self.kv_events.enabled:
+            raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
         return self

@@ -41,7 +41,7 @@ def _healthy(p: Parts) -> Filter:
 
 def _bounded(p: Parts) -> Picker:
     spills = p.metrics.route_spills
-    return BoundedLoad(p.settings.epsilon, p.settings.bounded_min_in_flight,
+    return BoundedLoad(epsilon=p.settings.epsilon, min_in_flight=p.settings.bounded_min_in_flight,
                        on_spill=lambda ep: spills.labels(ep.url).inc())  # fmt: skip
 
 
@@ -74,7 +74,7 @@ def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
     return table[name]
 
 
-def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True,
+def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool,
                  kv: KvRouting | None = None) -> Router:  # fmt: skip
     """The router of `settings`; ValueError naming the known parts for an unknown name."""
     parts = Parts(settings, metrics, panic, kv)

@@ -16,8 +16,8 @@ difference of one block in a request of up to 1/TIE_WEIGHT blocks wins. A reques
 held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
 before the first one's events arrive) gets the rendezvous affinity scores instead
 (counted, reason "cold"), so copies of a new prefix land together as with affinity.
-With kv_events the bounded-load floor defaults to 3 (proxy/config/routing.py
-KV_MIN_IN_FLIGHT): a prefix held by one replica only (one application's system
+With kv_events set the bounded-load floor to 3 (routing.bounded_min_in_flight; the
+gateway overlay does): a prefix held by one replica only (one application's system
 prompt) would otherwise draw every request there; spilled, its blocks are stored on
 the other replica too and the index sees them.
 
@@ -27,8 +27,8 @@ without token ids (no local tokenizer, a pass-through route; reason "no_tokens")
 the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
-Composes with `load` and the `bounded` picker like any scorer (the default with
-kv_events.enabled: kv_cache 1.0 + load 0.3, bounded).
+Composes with `load` and the `bounded` picker like any scorer, named in
+routing.scorers (e.g. `kv_cache:1,load:0.3`; kv_events.enabled requires it).
 """
 
 from __future__ import annotations

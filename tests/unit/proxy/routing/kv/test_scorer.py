@@ -99,17 +99,15 @@ def test_ties_spread_over_backends():
     assert len(firsts) == 4
 
 
-def test_registry_default_is_kv_cache_with_events_on():
-    on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
-    assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
-    assert on.bounded_min_in_flight == 3 and RoutingSettings().bounded_min_in_flight == 8
-    kept = RoutingSettings(kv_events=KvEventsSettings(enabled=True), bounded_min_in_flight=8)
-    assert kept.bounded_min_in_flight == 8  # set explicitly: kept
+def test_registry_builds_the_kv_cache_scorer_named_with_events_on():
+    on = RoutingSettings(kv_events=KvEventsSettings(enabled=True), scorers="kv_cache:1,load:0.3",
+                         bounded_min_in_flight=3)  # fmt: skip
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
     metrics = Metrics()
-    kv = build_kv(on.kv_events, EndpointPool(), metrics)
-    router = build_router(on, metrics, kv=kv)
+    kv = build_kv(on.kv_events, EndpointPool(), metrics, "")
+    router = build_router(on, metrics, panic=True, kv=kv)
     assert isinstance(router.scorers[0].scorer, KvCacheScorer)
+    assert router.picker.min_in_flight == 3
     with pytest.raises(ValueError, match="kv_events.enabled"):
-        build_router(RoutingSettings(scorers="kv_cache"), Metrics())
-    assert build_kv(KvEventsSettings(), EndpointPool(), metrics) is None
+        build_router(on, Metrics(), panic=True)  # the subscription not built
+    assert build_kv(KvEventsSettings(), EndpointPool(), metrics, "") is None
