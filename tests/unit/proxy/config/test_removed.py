@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.cli import build_parser
+from proxy.cli import build_parser, main, overrides_from
 from proxy.settings import CompressionSettings, load_settings
 
 
@@ -34,7 +34,18 @@ def test_a_removed_routing_key_in_yaml_fails_too(tmp_path):
         load_settings(config)
 
 
-def test_the_removed_flags_are_gone_from_the_cli(capsys):
+def test_a_removed_flag_names_the_replacement_and_is_not_in_help(capsys):
+    args = build_parser().parse_args(["serve", "--routing-policy", "roundrobin"])
+    with pytest.raises(ValueError, match="routing.policy .* was removed.*routing.scorers"):
+        load_settings(None, overrides_from(args))
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["serve", "--routing-policy", "roundrobin"])
-    assert "unrecognized arguments: --routing-policy" in capsys.readouterr().err
+        build_parser().parse_args(["serve", "--help"])
+    assert "--routing-policy" not in capsys.readouterr().out
+
+
+def test_ragtrim_serve_refuses_to_start_with_a_removed_env_var(monkeypatch, capsys):
+    monkeypatch.setenv("RAGTRIM_ROUTING__AFFINITY_WEIGHT", "2")
+    assert main(["serve"]) == 2  # before anything listens
+    err = capsys.readouterr().err
+    assert "not starting" in err and "routing.affinity_weight" in err
+    assert "RAGTRIM_ROUTING__SCORERS" in err
