@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 _SCORERS = (
-    "set routing.scorers (RAGTRIM_ROUTING__SCORERS as JSON, or --routing-scorers "
-    "name:weight,...) and routing.picker: the old affinity policy is the default "
+    "set routing.scorers (RAGTRIM_ROUTING__SCORERS, --routing-scorers: name:weight,... or "
+    "JSON) and routing.picker: the old affinity policy is the default "
     "`affinity:1,load:0.3` with picker `bounded`, roundrobin is scorers `roundrobin` with "
     "picker `highest`"
 )

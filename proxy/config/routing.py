@@ -3,9 +3,11 @@ vLLM KV-cache events the kv_cache scorer reads."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic_settings import NoDecode
 
 from proxy.config.removed import reject_removed
 
@@ -52,11 +54,11 @@ class RoutingSettings(BaseModel):
     endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
     at start-up (proxy/routing/registry.py)."""
 
-    filters: list[str] = Field(
+    filters: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["healthy", "serves_model"],
         description="Filters of the candidates, in order (comma-separated).",
     )
-    scorers: list[WeightedScorer] = Field(
+    scorers: Annotated[list[WeightedScorer], NoDecode] = Field(
         default_factory=lambda: [WeightedScorer(name="affinity", weight=1.0),
                                  WeightedScorer(name="load", weight=0.3)],
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
@@ -81,6 +83,8 @@ class RoutingSettings(BaseModel):
         """Comma-separated (CLI, env); a scorer as `name:weight` (weight 1 when left out)."""
         if not isinstance(value, str):
             return value
+        if value.lstrip().startswith("["):
+            return json.loads(value)  # the JSON form
         parts = [part for part in value.replace(" ", ",").split(",") if part]
         if info.field_name == "filters":
             return parts
@@ -100,7 +104,7 @@ class RoutingSettings(BaseModel):
         if self.kv_events.enabled and not named:
             raise ValueError(
                 "routing.kv_events.enabled needs the kv_cache scorer: set routing.scorers "
-                "(--routing-scorers kv_cache:1,load:0.3, or RAGTRIM_ROUTING__SCORERS as JSON), and "
+                "(RAGTRIM_ROUTING__SCORERS, --routing-scorers), e.g. kv_cache:1,load:0.3, and "
                 "routing.bounded_min_in_flight=3 (measured with kv_events)"
             )
         if named and not self.kv_events.enabled:

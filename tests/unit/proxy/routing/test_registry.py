@@ -105,6 +105,16 @@ def test_env_takes_a_json_scorer_list_and_comma_filters(monkeypatch):
     assert build_router(routing, Metrics(), panic=True).picker.min_in_flight == 5
 
 
+def test_env_takes_the_short_form_too(monkeypatch):
+    """Nested list settings from the environment were JSON only (pydantic-settings
+    decodes complex values first); NoDecode hands the text to the field's own split."""
+    monkeypatch.setenv("RAGTRIM_ROUTING__SCORERS", "roundrobin,load:0.5")
+    monkeypatch.setenv("RAGTRIM_ROUTING__FILTERS", "healthy")
+    routing = load_settings().routing
+    assert [(x.name, x.weight) for x in routing.scorers] == [("roundrobin", 1.0), ("load", 0.5)]
+    assert routing.filters == ["healthy"]
+
+
 def test_cli_flags_take_json_or_the_short_form():
     parser = build_parser()
     args = parser.parse_args(["serve", "--routing-scorers", '[{"name": "load", "weight": 0.5}]',
