@@ -10,8 +10,8 @@ so each must cache the whole set and evicts; affinity gives each replica about h
 of it, which fits. The default regime (vLLM's default cache, far larger than the set)
 is the control: there routing can only win the compulsory misses back.
 
-Two ragtrim proxies (--routing-policy roundrobin, and the default affinity routing:
-prefix affinity + least loaded, bounded-load picker with its floor of 8 in flight) sit
+Two ragtrim proxies (--routing-scorers roundrobin --routing-picker highest, and the
+default: prefix affinity + least loaded, bounded-load picker with its floor of 8 in flight) sit
 in front of the same two replicas. Each (repeat, mode) has its own set of --prompts
 system prompts, requests (prompt, question) in a shuffled order, streamed with usage:
 TTFT = first content chunk, cached tokens from the usage chunk. Prompts get the same
@@ -65,7 +65,8 @@ from bench.lib.prefix_workload import (
 )
 from bench.lib.vllm_pair import BLOCK, one_request
 
-POLICY = {"roundrobin": "roundrobin", "ragtrim": "affinity", "kv": "affinity"}  # kv: + events
+RR = {"RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]', "RAGTRIM_ROUTING__PICKER": "highest"}
+ROUTING = {"roundrobin": RR, "ragtrim": {}, "kv": {}}  # kv: kv_env
 TARGETS = {  # (path in the result, comparison, bound); "ragtrim" is rendezvous affinity
     **KV_TARGETS,
     "cache_pressure.ttft_p50_ratio": ("<=", 0.7),
@@ -133,7 +134,7 @@ def proxies_for(backends: list[str], extra: dict) -> Iterator[dict[str, str]]:
                 spawn_ragtrim(
                     backends,
                     port,
-                    {**env, "RAGTRIM_ROUTING__POLICY": POLICY[mode], **extra.get(mode, {})},
+                    {**env, **ROUTING[mode], **extra.get(mode, {})},
                 )
             )
             urls[mode] = f"http://127.0.0.1:{port}"

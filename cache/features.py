@@ -23,7 +23,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from cache.keys import content_key, tenant_tag
+from cache.memo import MEMO_TTL_S
 from cache.store import KVStore
+
+# The default of compression.feature_cache_bytes (proxy/config/compression.py reads it here).
+FEATURE_CACHE_BYTES = 256 << 20
 
 OnLookup = Callable[[str, int], None]  # (result: "local" | "shared" | "miss", count)
 
@@ -63,8 +67,8 @@ class ByteLRU:
 
 
 class FeatureCache:
-    def __init__(self, store: KVStore | None, *, max_bytes: int = 256 << 20,
-                 ttl: float | None = 7 * 24 * 3600, on_lookup: OnLookup | None = None,
+    def __init__(self, store: KVStore | None, *, max_bytes: int = FEATURE_CACHE_BYTES,
+                 ttl: float | None = MEMO_TTL_S, on_lookup: OnLookup | None = None,
                  on_write: Callable[[int], None] | None = None):  # fmt: skip
         self.store = store
         self.ttl = ttl

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 OVERHEAD = 64
+# The in-process store's byte cap by default: store.memory_bytes (proxy/config/tenancy.py).
+MEMORY_BYTES = 128 << 20
 
 
 class ByteLRU:

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from cache.keys import memo_key
 from cache.store import KVStore
 
+# A week: the default of compression.memo_ttl (proxy/config/compression.py reads it here).
+MEMO_TTL_S = 7 * 24 * 3600
+
 
 @dataclass(frozen=True)
 class MemoEntry:
@@ -24,7 +27,7 @@ class MemoEntry:
 
 
 class ChunkMemo:
-    def __init__(self, store: KVStore, ttl: float | None = 7 * 24 * 3600):
+    def __init__(self, store: KVStore, ttl: float | None = MEMO_TTL_S):
         self.store = store
         self.ttl = ttl
 

@@ -22,11 +22,14 @@ from typing import Any
 from cache.store import KVStore
 
 HOT = "prefix:hot"
+# The defaults of store.prefix_ttl and store.hot_prefixes (proxy/config/tenancy.py reads them).
+PREFIX_TTL_S = 7 * 24 * 3600
+HOT_KEEP = 1024
 
 
 class PrefixRegistry:
     def __init__(self, store: KVStore, replay_ttl: float = 24 * 3600, *,
-                 ttl: float = 7 * 24 * 3600, hot_keep: int = 1024):  # fmt: skip
+                 ttl: float = PREFIX_TTL_S, hot_keep: int = HOT_KEEP):  # fmt: skip
         self.store = store
         self.replay_ttl = replay_ttl
         self.ttl = ttl

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from cache.lru import OVERHEAD, ByteLRU
-from cache.outage import Outage
+from cache.lru import MEMORY_BYTES, OVERHEAD, ByteLRU
+from cache.outage import REDIS_TIMEOUT_S, Outage
 
 log = logging.getLogger("ragtrim.cache")
 OnError = Callable[[str, BaseException], None]
@@ -65,7 +65,7 @@ class MemoryStore:
     hashes and sorted sets share one least-recently-used order under `max_bytes`.
     `max_items` still bounds the number of plain values."""
 
-    def __init__(self, max_items: int = 100_000, max_bytes: int = 128 << 20):
+    def __init__(self, max_items: int = 100_000, max_bytes: int = MEMORY_BYTES):
         self.max_items = max_items
         self.lru = ByteLRU(max_bytes)
         self._data: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
@@ -183,7 +183,7 @@ class RedisStore:
     the outage stays local: a memo entry is recomputed once on its next miss.
     """
 
-    def __init__(self, url: str, *, timeout: float = 0.1, retry_after: float = 0.5,
+    def __init__(self, url: str, *, timeout: float = REDIS_TIMEOUT_S, retry_after: float = 0.5,
                  on_error: OnError | None = None, prefix: str = "ragtrim:",
                  fallback: KVStore | None = None):  # fmt: skip
         import redis.asyncio as redis

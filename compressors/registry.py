@@ -69,3 +69,18 @@ def build_compressor(name: str, options: Mapping[str, Any] | None = None) -> Com
     module_name, class_name = REGISTRY[name]
     cls = getattr(importlib.import_module(module_name), class_name)
     return construct(cls, name, options or {})
+
+
+def accepted_options(name: str) -> frozenset[str]:
+    """The `options` keys `build_compressor(name, options)` uses: the constructor's
+    keyword arguments and the ones `_prepare` turns into them (an unknown name: none)."""
+    if name not in REGISTRY:
+        return frozenset()
+    module_name, class_name = REGISTRY[name]
+    cls = getattr(importlib.import_module(module_name), class_name)
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = {n for n, p in inspect.signature(cls).parameters.items() if p.kind in kinds}
+    built = {"tokenizer_path"} | (
+        set() if name == "identity" else {"protect_kinds", "protect_patterns"}
+    )
+    return frozenset(params | built)

@@ -76,7 +76,7 @@ def line_of(scope: dict[str, Any], record: RequestRecord, log_prompts: bool) -> 
 
 
 class AccessLog:
-    def __init__(self, logger: logging.Logger, log_prompts: bool = False):
+    def __init__(self, logger: logging.Logger, log_prompts: bool):
         self.logger = logger
         self.log_prompts = log_prompts
 

@@ -20,6 +20,7 @@ from typing import Any, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from proxy.config.removed import REMOVED
 from proxy.settings import Settings, load_settings
 
 
@@ -69,7 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="LIST" if kind else type(shown).__name__.upper(),
             help=f"{description}{how.get(kind, '')} Default: {shown!s}. Env: {env}.",
         )
+    _removed_flags(serve)
     return parser
+
+
+def _removed_flags(serve: argparse.ArgumentParser) -> None:
+    """Removed settings stay accepted as hidden flags so that validation refuses them
+    naming the replacement (proxy/config/removed.py), not argparse's bare "unrecognized"."""
+    for section, keys in REMOVED.items():
+        for key in keys:
+            flag = f"--{section}-{key}".replace("_", "-")
+            serve.add_argument(flag, dest=f"{section}::{key}", help=argparse.SUPPRESS)
 
 
 def _one_item_lists() -> frozenset[str]:

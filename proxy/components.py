@@ -109,8 +109,8 @@ def make_store(settings: Settings, metrics: Metrics) -> KVStore:
     if not settings.redis_url:
         return local
     return RedisStore(
-        settings.redis_url, on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
-        fallback=local,
+        settings.redis_url, timeout=settings.store.redis_timeout_s,
+        on_error=lambda op, exc: metrics.store_errors.labels(op).inc(), fallback=local,
     )  # fmt: skip
 
 

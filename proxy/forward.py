@@ -58,7 +58,7 @@ class Forwarder:
     admission: Admission
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
-    log_prompts: bool = False
+    log_prompts: bool
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip

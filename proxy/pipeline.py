@@ -43,7 +43,7 @@ def describe_error(exc: BaseException, with_text: bool) -> str:
 
 
 class Pipeline:
-    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool = False,
+    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool,
                  tracing: Tracing | None = None):  # fmt: skip
         self.stages = list(stages)
         self.metrics = metrics

@@ -41,7 +41,6 @@ from proxy.config.operations import (  # noqa: F401 - re-exported: `from proxy.s
     TenantQuota,
 )
 from proxy.config.routing import (  # noqa: F401 - re-exported: `from proxy.settings import X`
-    KV_MIN_IN_FLIGHT,
     KvEndpoint,
     KvEventsSettings,
     RoutingSettings,

@@ -15,7 +15,7 @@ from proxy.routing.endpoint import EndpointPool
 
 
 class TargetTokenCounter:
-    def __init__(self, pool: EndpointPool, explicit_dir: str = ""):
+    def __init__(self, pool: EndpointPool, explicit_dir: str):
         self.pool = pool
         self._counter: HFTokenCounter | ApproxTokenCounter | None = (
             HFTokenCounter(explicit_dir) if explicit_dir else None

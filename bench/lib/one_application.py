@@ -83,8 +83,11 @@ def kv_blocks_for(args) -> int:
 def proxies(replicas) -> Iterator[dict[str, str]]:
     backends = [r.base_url for r in replicas]
     envs = {
-        "roundrobin": {"RAGTRIM_ROUTING__POLICY": "roundrobin"},
-        "rendezvous": {"RAGTRIM_ROUTING__POLICY": "affinity"},
+        "roundrobin": {
+            "RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]',
+            "RAGTRIM_ROUTING__PICKER": "highest",
+        },
+        "rendezvous": {},  # the default: affinity:1,load:0.3, bounded
         "kv": kv_env(replicas),
     }
     procs, urls = [], {}

@@ -84,6 +84,9 @@ def kv_env(replicas: list[Replica]) -> dict[str, str]:
     }
     return {
         "RAGTRIM_ROUTING__KV_EVENTS__ENABLED": "true",
+        "RAGTRIM_ROUTING__SCORERS": json.dumps(
+            [{"name": "kv_cache", "weight": 1}, {"name": "load", "weight": 0.3}]
+        ),
         "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints),
     }
 

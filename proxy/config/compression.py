@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from cache.features import FEATURE_CACHE_BYTES
+from cache.memo import MEMO_TTL_S
+from proxy.config.compressor_options import check_options
+from proxy.config.removed import reject_removed
+from proxy.prompt.segment.patterns import DEFAULT_TIMEOUT_S
 
 
 class CompressionLimitSettings(BaseModel):
@@ -29,7 +35,9 @@ class CompressionLimitSettings(BaseModel):
         1_048_576, ge=1, description="Most characters of context documents per request, in all."
     )
     pattern_timeout_ms: float = Field(
-        50.0, gt=0, description="Time limit of the operator `patterns` on one request."
+        DEFAULT_TIMEOUT_S * 1000,
+        gt=0,
+        description="Time limit of the operator `patterns` on one request.",
     )
     offload_bytes: int = Field(
         65_536,
@@ -43,7 +51,12 @@ class CompressionLimitSettings(BaseModel):
 
 
 class CompressionSettings(BaseModel):
-    enabled: bool = Field(True, description="Find and compress retrieved context.")
+    enabled: bool = Field(
+        True,
+        description="Find and compress retrieved context; false: the one switch that turns "
+        "compression off (only a request that asks a rate, x-ragtrim-rate or ragtrim.rate, "
+        "is then compressed).",
+    )
     compressor: str = Field(
         "fast_extractive",
         description="fast_extractive | extractive | llmlingua2 | longllmlingua | identity "
@@ -59,8 +72,10 @@ class CompressionSettings(BaseModel):
         default_factory=dict, description="Constructor options of the compressor (JSON/YAML)."
     )
     rate: float = Field(0.5, gt=0, le=1, description="Share of context tokens kept by default.")
-    policy: Literal["auto", "always", "never"] = Field(
-        "auto", description="auto: compress only when predicted to lower TTFT."
+    policy: Literal["auto", "always"] = Field(
+        "auto",
+        description="auto: compress only when predicted to lower TTFT; always: whenever a "
+        "context is found (off: compression.enabled=false).",
     )
     min_context_tokens: int = Field(
         200, ge=0, description="Contexts shorter than this are never compressed."
@@ -85,9 +100,9 @@ class CompressionSettings(BaseModel):
         default_factory=list,
         description="Regexes with a named group `context` (and optional `question`).",
     )
-    memo_ttl: float = Field(7 * 24 * 3600, gt=0, description="Seconds a compressed chunk is kept.")
+    memo_ttl: float = Field(MEMO_TTL_S, gt=0, description="Seconds a compressed chunk is kept.")
     feature_cache_bytes: int = Field(
-        256 << 20,
+        FEATURE_CACHE_BYTES,
         ge=0,
         description="In-process byte cap of the per-chunk feature cache (question-independent "
         "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
@@ -101,6 +116,16 @@ class CompressionSettings(BaseModel):
         0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
     )
     limits: CompressionLimitSettings = Field(default_factory=CompressionLimitSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return reject_removed("compression", data)
+
+    @model_validator(mode="after")
+    def _options(self) -> CompressionSettings:
+        check_options(self.compressor, self.options)
+        return self
 
 
 class CanonicalSettings(BaseModel):

@@ -3,9 +3,13 @@ vLLM KV-cache events the kv_cache scorer reads."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
+from pydantic_settings import NoDecode
+
+from proxy.config.removed import reject_removed
 
 
 class WeightedScorer(BaseModel):
@@ -63,26 +67,19 @@ class RoutingSettings(BaseModel):
     endpoint picker: filters, weighted scorers (each 0..1), a picker. Names are checked
     at start-up (proxy/routing/registry.py)."""
 
-    policy: Literal["affinity", "roundrobin"] = Field(
-        "affinity",
-        description="Shorthand when `scorers` is empty: affinity = affinity (affinity_weight; "
-        "kv_cache instead when kv_events.enabled) + load (load_weight), bounded picker; "
-        "roundrobin = roundrobin, highest picker.",
-    )
-    filters: list[str] = Field(
+    filters: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["healthy", "serves_model"],
         description="Filters of the candidates, in order (comma-separated).",
     )
-    scorers: list[WeightedScorer] = Field(
-        default_factory=list,
+    scorers: Annotated[list[WeightedScorer], NoDecode] = Field(
+        default_factory=lambda: [WeightedScorer(name="affinity", weight=1.0),
+                                 WeightedScorer(name="load", weight=0.3)],
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
-        "empty = the policy's.",
+        "round-robin: `roundrobin` with picker highest; with kv_events: `kv_cache:1,load:0.3`.",
+    )  # fmt: skip
+    picker: Literal["bounded", "highest"] = Field(
+        "bounded", description="bounded (bounded load) | highest (best total)."
     )
-    picker: Literal["", "bounded", "highest"] = Field(
-        "", description="bounded (bounded load) | highest (best total); empty = the policy's."
-    )
-    affinity_weight: float = Field(1.0, ge=0, description="policy affinity: affinity's weight.")
-    load_weight: float = Field(0.3, ge=0, description="policy affinity: load's weight.")
     epsilon: float = Field(
         0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
     )
@@ -99,20 +96,29 @@ class RoutingSettings(BaseModel):
         """Comma-separated (CLI, env); a scorer as `name:weight` (weight 1 when left out)."""
         if not isinstance(value, str):
             return value
+        if value.lstrip().startswith("["):
+            return json.loads(value)  # the JSON form
         parts = [part for part in value.replace(" ", ",").split(",") if part]
         if info.field_name == "filters":
             return parts
         pairs = (part.partition(":") for part in parts)
         return [{"name": name, "weight": weight or 1.0} for name, _, weight in pairs]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return reject_removed("routing", data)
+
     @model_validator(mode="after")
-    def _apply_policy(self) -> RoutingSettings:
-        """Resolve the shorthand once: `scorers` and `picker` are what the router uses."""
-        rr = self.policy == "roundrobin"
-        if not self.scorers:
-            first = "kv_cache" if self.kv_events.enabled else "affinity"
-            pairs = [("roundrobin", 1.0)] if rr else [(first, self.affinity_weight),
-                                                       ("load", self.load_weight)]  # fmt: skip
-            self.scorers = [WeightedScorer(name=n, weight=w) for n, w in pairs]
-        self.picker = self.picker or ("highest" if rr else "bounded")
+    def _kv_scorer(self) -> RoutingSettings:
+        """The subscription exists for the kv_cache scorer and the scorer reads only it:
+        one without the other is a configuration error, not a rewrite of `scorers`."""
+        named = any(s.name == "kv_cache" for s in self.scorers)
+        if self.kv_events.enabled and not named:
+            raise ValueError(
+                "routing.kv_events.enabled needs the kv_cache scorer: set routing.scorers "
+                "(RAGTRIM_ROUTING__SCORERS, --routing-scorers), e.g. kv_cache:1,load:0.3"
+            )
+        if named and not self.kv_events.enabled:
+            raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
         return self

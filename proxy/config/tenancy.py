@@ -6,6 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from cache.lru import MEMORY_BYTES
+from cache.outage import REDIS_TIMEOUT_S
+from cache.prefixes import HOT_KEEP, PREFIX_TTL_S
+
 MIN_SALT_SECRET = 16
 
 
@@ -50,18 +54,24 @@ class StoreSettings(BaseModel):
     380 MB and kept it; the Redis prefix hashes and hot set never expired)."""
 
     memory_bytes: int = Field(
-        128 * 1024 * 1024,
+        MEMORY_BYTES,
         ge=1024,
         description="Bytes the in-process store may hold (keys, values, hashes, sorted sets; "
         "least recently used go first). Also the Redis store's outage fallback.",
     )
     prefix_ttl: float = Field(
-        7 * 24 * 3600,
+        PREFIX_TTL_S,
         gt=0,
         description="Seconds a prefix's statistics live after its last request.",
     )
+    redis_timeout_s: float = Field(
+        REDIS_TIMEOUT_S,
+        gt=0,
+        description="Seconds a Redis call of the cache may take; slower counts as Redis down "
+        "(served by the in-process store, cache/outage.py).",
+    )
     hot_prefixes: int = Field(
-        1024, ge=1, description="Prefixes the hot set keeps (warm-up reads its top N)."
+        HOT_KEEP, ge=1, description="Prefixes the hot set keeps (warm-up reads its top N)."
     )
 
 

@@ -22,11 +22,12 @@ whole batch), so a handful of concurrent requests cost each about what one alone
 requests that share the cached prefix need only their suffix prefilled. A spilled
 request instead prefills its whole prefix on a replica that does not hold it and evicts
 another prefix's blocks there, so the next request of that prefix misses too. Below the
-floor (default 8, far below the hundreds of sequences vLLM batches by default,
-max_num_seqs) ragtrim keeps the prefix where it is cached; above it the bound balances
-as in the paper. The floor trades balance for hits: up to 8 requests may queue on one
-replica while another idles, which on a compute-bound prefill (a CPU replica, long
-uncached suffixes) is a real wait; lower it there.
+floor (RoutingSettings.bounded_min_in_flight, default 8, far below the hundreds of
+sequences vLLM batches by default, max_num_seqs) ragtrim keeps the prefix where it is
+cached; above it the bound balances as in the paper. The floor trades balance for
+hits: up to 8 requests may queue on one replica while another idles, which on a
+compute-bound prefill (a CPU replica, long uncached suffixes) is a real wait; lower
+it there.
 
 A spill (the first choice by score was over the bound) calls `on_spill(endpoint)`
 (ragtrim_route_spills_total{backend}).
@@ -40,10 +41,6 @@ from collections.abc import Callable, Sequence
 from proxy.context import RequestContext
 from proxy.routing.endpoint import Endpoint
 
-# RoutingSettings.bounded_min_in_flight's default (see above); here too while
-# proxy/components.py's make_router builds BoundedLoad(epsilon) without it.
-DEFAULT_MIN_IN_FLIGHT = 8
-
 
 def load_bound(in_flight: Sequence[int], epsilon: float, min_in_flight: int = 0) -> int:
     """ceil((1 + epsilon) * mean load once the new request is added), at least the floor."""
@@ -54,8 +51,9 @@ def load_bound(in_flight: Sequence[int], epsilon: float, min_in_flight: int = 0)
 class BoundedLoad:
     name = "bounded"
 
-    def __init__(self, epsilon: float = 0.25, min_in_flight: int = DEFAULT_MIN_IN_FLIGHT,
+    def __init__(self, *, epsilon: float, min_in_flight: int,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+        """`epsilon` and `min_in_flight` come from RoutingSettings, their one home."""
         if epsilon < 0:
             raise ValueError("epsilon must be >= 0")
         if min_in_flight < 0:

@@ -27,7 +27,7 @@ class Healthy:
 
     name = "healthy"
 
-    def __init__(self, panic: bool = True, on_panic: Callable[[], None] | None = None):
+    def __init__(self, panic: bool, on_panic: Callable[[], None] | None = None):
         self.panic = panic
         self.on_panic = on_panic
 

@@ -53,12 +53,14 @@ def _room(p: Parts) -> Filter:
 
 
 def _bounded(p: Parts) -> Picker:
-    spills, s = p.metrics.route_spills, p.settings
+    spills = p.metrics.route_spills
     count = lambda ep: spills.labels(ep.url).inc()  # noqa: E731
     if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
-        return KvBoundedLoad(p.kv.stakes, s.epsilon, s.bounded_min_in_flight,
-                             s.kv_events.spill_floor, count)  # fmt: skip
-    return BoundedLoad(s.epsilon, s.bounded_min_in_flight, on_spill=count)
+        return KvBoundedLoad(p.kv.stakes, epsilon=p.settings.epsilon,
+                             held=p.settings.bounded_min_in_flight,
+                             free=p.settings.kv_events.spill_floor, on_spill=count)  # fmt: skip
+    return BoundedLoad(epsilon=p.settings.epsilon, min_in_flight=p.settings.bounded_min_in_flight,
+                       on_spill=count)  # fmt: skip
 
 
 def _kv_cache(p: Parts) -> Scorer:
@@ -100,7 +102,7 @@ def filter_names(settings: RoutingSettings, limits: LimitSettings | None) -> lis
     return names
 
 
-def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool = True,
+def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool,
                  kv: KvRouting | None = None,
                  limits: LimitSettings | None = None) -> Router:  # fmt: skip
     """The router of `settings`; ValueError naming the known parts for an unknown name."""

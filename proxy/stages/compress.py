@@ -38,10 +38,11 @@ class CompressStage:
     name = "compress"
 
     def __init__(self, engine: CompressionEngine, gate: CostGate, metrics: Metrics,
-                 default_rate: float | None, log_prompts: bool = False,
-                 limits: CompressionLimitSettings | None = None):  # fmt: skip
+                 default_rate: float | None, log_prompts: bool,
+                 limits: CompressionLimitSettings):  # fmt: skip
+        """`default_rate` None: compression.enabled is false (only a request's own rate)."""
         self.engine = engine
-        self.limits = limits or CompressionLimitSettings()
+        self.limits = limits
         self.log_prompts = log_prompts
         self.gate = gate
         self.metrics = metrics

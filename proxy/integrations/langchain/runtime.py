@@ -26,11 +26,16 @@ class Runtime:
     def __init__(self, settings: Settings | None = None, compressor=None):
         settings = settings or load_settings()
         c = settings.compression
-        store = RedisStore(settings.redis_url) if settings.redis_url else MemoryStore()
+        local = MemoryStore(max_bytes=settings.store.memory_bytes)
+        timeout = settings.store.redis_timeout_s
+        redis = settings.redis_url and RedisStore(
+            settings.redis_url, timeout=timeout, fallback=local
+        )
+        store = redis or local
         counter = HFTokenCounter(c.tokenizer) if c.tokenizer else ApproxTokenCounter()
         self.rate = c.rate
         self.enabled = c.enabled
-        self.segmenter = Segmenter(c.patterns)
+        self.segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
         self.engine: CompressionEngine = make_engine(c, store, counter, compressor)
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True, name="ragtrim-lc").start()

@@ -80,8 +80,10 @@ def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> f
 class KvBoundedLoad:
     name = "bounded"
 
-    def __init__(self, stakes: Stakes, epsilon: float = 0.25, held: int = 8, free: int = 3,
+    def __init__(self, stakes: Stakes, *, epsilon: float, held: int, free: int,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+        """`epsilon`, `held` (bounded_min_in_flight) and `free` (kv_events.spill_floor)
+        come from RoutingSettings, their one home."""
         if free < 0 or held < 0:
             raise ValueError("floors must be >= 0")
         self.stakes, self.epsilon = stakes, epsilon
@@ -103,5 +105,6 @@ class KvBoundedLoad:
     ) -> list[Endpoint]:
         held = self.stakes.take(ctx)
         ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
-        picker = BoundedLoad(self.epsilon, self.floor_for(held, ranked), self.on_spill)
+        picker = BoundedLoad(epsilon=self.epsilon, min_in_flight=self.floor_for(held, ranked),
+                             on_spill=self.on_spill)  # fmt: skip
         return picker.order(ctx, totals, ranked)

@@ -28,8 +28,8 @@ without token ids (no local tokenizer, a pass-through route; reason "no_tokens")
 the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
-Composes with `load` and the `bounded` picker like any scorer (the default with
-kv_events.enabled: kv_cache 1.0 + load 0.3, bounded).
+Composes with `load` and the `bounded` picker like any scorer, named in
+routing.scorers (e.g. `kv_cache:1,load:0.3`; kv_events.enabled requires it).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ class KvRouting:
 
 
 def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics,
-             tokenizer_dir: str = "") -> KvRouting | None:  # fmt: skip
+             tokenizer_dir: str) -> KvRouting | None:  # fmt: skip
     if not settings.enabled:
         return None
     index = KvIndex(settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc,

@@ -59,7 +59,7 @@ async def test_kv_warm_loads_the_tokenizer_off_the_loop():
     from proxy.settings import KvEventsSettings
 
     p = pool(str(TINY))
-    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics())
+    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics(), "")
     await kv.warm(p.endpoints[0])
     assert kv.tokens._by_root[str(TINY)] is not None
 

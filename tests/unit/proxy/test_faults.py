@@ -80,7 +80,7 @@ def test_per_backend_limit_spills_to_a_backend_with_room_then_429(make_proxy):
     held, free = HeldBackend(), HeldBackend()
     with serving(held) as a, serving(free) as b:
         proxy = make_proxy([a.url, b.url], limits={"max_in_flight_per_backend": 1},
-                           routing={"policy": "roundrobin"})  # fmt: skip
+                           routing={"scorers": "roundrobin", "picker": "highest"})  # fmt: skip
         url = f"{proxy.url}/v1/chat/completions"
         kwargs = {"json": CHAT, "timeout": 10}
         threads = [threading.Thread(target=httpx.post, args=(url,), kwargs=kwargs) for _ in "ab"]

@@ -63,7 +63,9 @@ def test_failover_before_first_byte(make_proxy):
         dead = serving(StubVllm())
         doomed = dead.__enter__()
         proxy = make_proxy(
-            [doomed.url, alive.url], health={"interval": 60}, routing={"policy": "roundrobin"}
+            [doomed.url, alive.url],
+            health={"interval": 60},
+            routing={"scorers": "roundrobin", "picker": "highest"},
         )
         dead.__exit__(None, None, None)  # still "healthy" in the proxy's eyes
         for _ in range(4):  # round-robin puts the dead one first half of the time

@@ -32,7 +32,7 @@ def test_counter_uses_the_root_once_a_backend_reports_it(tmp_path):
     pool = EndpointPool.from_urls(["http://b1", "http://b2"])
     for ep in pool.endpoints:
         ep.healthy = True
-    counter = TargetTokenCounter(pool)
+    counter = TargetTokenCounter(pool, "")
     text = " ".join([LONG_WORD] * 10)
     assert counter.name == ApproxTokenCounter.name and counter(text) == 30  # no card yet
     pool.endpoints[0].model_cards = ({"id": "m", "root": "/nowhere/on/this/host"},)

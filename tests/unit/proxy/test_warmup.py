@@ -64,7 +64,7 @@ def warm(settings: WarmupSettings, delay: float = 0.0, n: int = 24, router=None,
         reg, keys = await registry(n)
         pool, metrics = pool_of_two(), Metrics()
         backend = Backend(pool, delay)
-        chosen = router or build_router(RoutingSettings(), metrics)
+        chosen = router or build_router(RoutingSettings(), metrics, panic=True)
         warmer = Warmer(settings, pool, reg, HandlerTransport(backend), metrics, chosen)
         await warmer(pool.get(warmed))
         return keys, metrics, backend, pool

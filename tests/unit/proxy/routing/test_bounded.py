@@ -41,7 +41,9 @@ def test_over_bound_endpoints_move_behind_keeping_order():
     eps = pool([5, 0, 2, 0])  # 7 in flight + this one -> bound ceil(1.25 * 8 / 4) = 3
     totals = dict(zip(eps, [0.9, 0.1, 0.8, 0.5], strict=True))
     spilled = []
-    ranked = BoundedLoad(min_in_flight=0, on_spill=spilled.append).order(ctx(), totals, eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=0, on_spill=spilled.append).order(
+        ctx(), totals, eps
+    )
     assert [ep.url for ep in ranked] == [URLS[2], URLS[3], URLS[1], URLS[0]]
     assert spilled == [eps[0]]  # the best-scored one was over: one spill, named
 
@@ -50,15 +52,17 @@ def test_a_lower_ranked_endpoint_over_the_bound_is_no_spill():
     eps = pool([0, 5, 2, 0])
     totals = dict(zip(eps, [0.9, 0.1, 0.8, 0.5], strict=True))
     spilled = []
-    ranked = BoundedLoad(min_in_flight=0, on_spill=spilled.append).order(ctx(), totals, eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=0, on_spill=spilled.append).order(
+        ctx(), totals, eps
+    )
     assert ranked[0] is eps[0] and ranked[-1] is eps[1] and spilled == []
 
 
 def test_within_bound_it_is_highest_total_then_url():
     eps = pool([1, 1, 1, 1])
-    ranked = BoundedLoad().order(ctx(), dict.fromkeys(eps, 0.5), eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), dict.fromkeys(eps, 0.5), eps)
     assert [ep.url for ep in ranked] == URLS
-    assert BoundedLoad().order(ctx(), {}, []) == []
+    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), {}, []) == []
 
 
 def test_no_spill_below_the_floor():
@@ -66,9 +70,11 @@ def test_no_spill_below_the_floor():
     # ceil(1.25 * 4 / 2) = 3, so without the floor it would spill at 3-4 in flight
     eps = pool([3, 0, 0, 0])[:2]
     totals = dict(zip(eps, [1.0, 0.5], strict=True))
-    assert BoundedLoad(min_in_flight=0).order(ctx(), totals, eps)[0] is eps[1]
+    assert BoundedLoad(epsilon=0.25, min_in_flight=0).order(ctx(), totals, eps)[0] is eps[1]
     spilled = []
-    ranked = BoundedLoad(min_in_flight=4, on_spill=spilled.append).order(ctx(), totals, eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=4, on_spill=spilled.append).order(
+        ctx(), totals, eps
+    )
     assert ranked[0] is eps[0] and spilled == []
 
 
@@ -76,17 +82,19 @@ def test_at_the_floor_the_bound_applies_again():
     eps = pool([8, 0, 0, 0])[:2]  # bound max(ceil(1.25 * 9 / 2), 8) = 8; 8 + 1 > 8
     totals = dict(zip(eps, [1.0, 0.5], strict=True))
     spilled = []
-    ranked = BoundedLoad(min_in_flight=8, on_spill=spilled.append).order(ctx(), totals, eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=8, on_spill=spilled.append).order(
+        ctx(), totals, eps
+    )
     assert ranked[0] is eps[1] and spilled == [eps[0]]
     eps[0].in_flight = 7  # 7 + 1 <= 8: stays home
-    assert BoundedLoad(min_in_flight=8).order(ctx(), totals, eps)[0] is eps[0]
+    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), totals, eps)[0] is eps[0]
 
 
 def test_negative_settings_are_refused():
     with pytest.raises(ValueError):
-        BoundedLoad(epsilon=-0.1)
+        BoundedLoad(epsilon=-0.1, min_in_flight=8)
     with pytest.raises(ValueError):
-        BoundedLoad(min_in_flight=-1)
+        BoundedLoad(epsilon=0.25, min_in_flight=-1)
 
 
 def simulate(router: Router, requests: int) -> list[Endpoint]:
@@ -97,7 +105,7 @@ def simulate(router: Router, requests: int) -> list[Endpoint]:
 
 
 def test_hot_prefix_spills_within_the_bound_and_its_home_gets_the_most():
-    router = Router([Weighted(PrefixAffinity(), 1.0)], BoundedLoad(0.25, min_in_flight=0))
+    router = Router([Weighted(PrefixAffinity(), 1.0)], BoundedLoad(epsilon=0.25, min_in_flight=0))
     eps = simulate(router, 200)
     loads = {ep.url: ep.in_flight for ep in eps}
     assert sum(loads.values()) == 200
@@ -111,7 +119,8 @@ def test_hot_prefix_spills_within_the_bound_and_its_home_gets_the_most():
 
 def test_with_a_load_scorer_too_the_bound_holds():
     router = Router(
-        [Weighted(PrefixAffinity(), 1.0), Weighted(LeastLoaded(), 0.3)], BoundedLoad(0.25)
+        [Weighted(PrefixAffinity(), 1.0), Weighted(LeastLoaded(), 0.3)],
+        BoundedLoad(epsilon=0.25, min_in_flight=8),
     )  # with the default floor (8): the bound, 63 at the end, is far above it
     loads = {ep.url: ep.in_flight for ep in simulate(router, 200)}
     assert max(loads.values()) <= 63
@@ -119,7 +128,7 @@ def test_with_a_load_scorer_too_the_bound_holds():
 
 
 def test_with_the_floor_a_few_requests_stay_home_then_the_bound_takes_over():
-    router = Router([Weighted(PrefixAffinity(), 1.0)], BoundedLoad(0.25, min_in_flight=8))
+    router = Router([Weighted(PrefixAffinity(), 1.0)], BoundedLoad(epsilon=0.25, min_in_flight=8))
     home = rendezvous_order(HOT, URLS)[0]
     loads = {ep.url: ep.in_flight for ep in simulate(router, 8)}
     assert loads[home] == 8 and sum(loads.values()) == 8  # no spill below the floor

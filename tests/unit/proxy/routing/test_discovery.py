@@ -208,7 +208,7 @@ async def test_a_joining_replica_gets_the_warmup_replays_it_owns():
         await prefixes.remember_replay(key, body)
     pool, metrics, transport = EndpointPool(), Metrics(), HandlerTransport(backend)
     health = HealthChecker(pool, transport, HealthSettings())
-    router = build_router(RoutingSettings(), metrics)
+    router = build_router(RoutingSettings(), metrics, panic=True)
     warmer = Warmer(WarmupSettings(top_n=64), pool, prefixes, transport, metrics, router)
     health.on_healthy.append(warmer)
     resolver = ScriptedResolver(["10.0.0.1", "10.0.0.2", "10.0.0.3"])

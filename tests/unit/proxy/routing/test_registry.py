@@ -1,5 +1,5 @@
-"""The router composed from settings: names → parts, the policy shorthand, env and CLI,
-unknown names at start-up, and the counters the parts report to."""
+"""The router composed from settings: names → parts, env and CLI, unknown names and the
+removed shorthands at start-up, and the counters the parts report to."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from proxy.cli import build_parser, overrides_from
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
-from proxy.routing.bounded import DEFAULT_MIN_IN_FLIGHT, BoundedLoad
+from proxy.routing.bounded import BoundedLoad
 from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import Healthy, ServesModel
 from proxy.routing.load import LeastLoaded
@@ -28,31 +28,53 @@ def sample(metrics: Metrics, name: str, **labels) -> float:
 
 
 def test_defaults_are_affinity_and_load_with_a_bounded_picker_and_both_filters():
-    router = build_router(RoutingSettings(), Metrics())
+    router = build_router(RoutingSettings(), Metrics(), panic=True)
     assert [type(f) for f in router.filters] == [Healthy, ServesModel]
     assert parts(router) == [(PrefixAffinity, 1.0), (LeastLoaded, 0.3)]
     assert isinstance(router.picker, BoundedLoad)
-    assert router.picker.min_in_flight == DEFAULT_MIN_IN_FLIGHT == 8
-    assert RoutingSettings().bounded_min_in_flight == DEFAULT_MIN_IN_FLIGHT
+    assert (router.picker.epsilon, router.picker.min_in_flight) == (0.25, 8)
 
 
-def test_policy_roundrobin_is_a_shorthand_for_its_scorer_and_the_highest_picker():
-    s = RoutingSettings(policy="roundrobin")
+def test_round_robin_is_its_scorer_and_the_highest_picker():
+    s = RoutingSettings(scorers="roundrobin", picker="highest")
     assert [(x.name, x.weight) for x in s.scorers] == [("roundrobin", 1.0)]
-    router = build_router(s, Metrics())
+    router = build_router(s, Metrics(), panic=True)
     assert parts(router) == [(RoundRobin, 1.0)] and isinstance(router.picker, HighestScore)
 
 
-def test_an_explicit_scorer_list_wins_over_the_policy():
-    s = RoutingSettings(policy="roundrobin", scorers=[{"name": "affinity", "weight": 2}],
+def test_explicit_scorers_and_bounded_load_parameters_reach_the_router():
+    s = RoutingSettings(scorers=[{"name": "affinity", "weight": 2}],
                         picker="bounded", bounded_min_in_flight=3, epsilon=0.5)  # fmt: skip
-    router = build_router(s, Metrics())
+    router = build_router(s, Metrics(), panic=True)
     assert parts(router) == [(PrefixAffinity, 2.0)]
     assert (router.picker.epsilon, router.picker.min_in_flight) == (0.5, 3)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"), [("policy", "roundrobin"), ("affinity_weight", "2"), ("load_weight", "0")]
+)
+def test_a_removed_shorthand_fails_at_start_naming_the_replacement(key, value, monkeypatch):
+    monkeypatch.setenv(f"RAGTRIM_ROUTING__{key.upper()}", value)
+    with pytest.raises(ValueError) as info:
+        load_settings()
+    message = str(info.value)
+    assert f"routing.{key}" in message and "was removed" in message
+    assert "routing.scorers" in message and "RAGTRIM_ROUTING__SCORERS" in message
+    with pytest.raises(ValueError, match=f"routing.{key}"):
+        RoutingSettings.model_validate({key: value})  # YAML and CLI overrides alike
+
+
+def test_kv_events_and_the_kv_cache_scorer_go_together():
+    with pytest.raises(ValueError, match="needs the kv_cache scorer"):
+        RoutingSettings(kv_events={"enabled": True})  # no longer rewrites `scorers`
+    with pytest.raises(ValueError, match="needs routing.kv_events.enabled"):
+        RoutingSettings(scorers="kv_cache")
+    on = RoutingSettings(kv_events={"enabled": True}, scorers="kv_cache:1,load:0.3")
+    assert on.bounded_min_in_flight == 8  # set it to 3 explicitly: no hidden rewrite
+
+
 def test_settings_survive_a_round_trip():
-    s = RoutingSettings(policy="roundrobin")
+    s = RoutingSettings(scorers="roundrobin", picker="highest")
     assert RoutingSettings.model_validate(s.model_dump()) == s
 
 
@@ -62,7 +84,7 @@ def test_settings_survive_a_round_trip():
 )
 def test_unknown_names_fail_at_build_listing_the_known_ones(field, value, kind):
     with pytest.raises(ValueError) as info:
-        build_router(RoutingSettings(**{field: value}), Metrics())
+        build_router(RoutingSettings(**{field: value}), Metrics(), panic=True)
     message = str(info.value)
     table = FILTERS if kind == "filter" else SCORERS
     assert f"unknown {kind}" in message and all(name in message for name in table)
@@ -80,7 +102,17 @@ def test_env_takes_a_json_scorer_list_and_comma_filters(monkeypatch):
     routing = load_settings().routing
     assert [(x.name, x.weight) for x in routing.scorers] == [("affinity", 1.0)]
     assert routing.bounded_min_in_flight == 5
-    assert build_router(routing, Metrics()).picker.min_in_flight == 5
+    assert build_router(routing, Metrics(), panic=True).picker.min_in_flight == 5
+
+
+def test_env_takes_the_short_form_too(monkeypatch):
+    """Nested list settings from the environment were JSON only (pydantic-settings
+    decodes complex values first); NoDecode hands the text to the field's own split."""
+    monkeypatch.setenv("RAGTRIM_ROUTING__SCORERS", "roundrobin,load:0.5")
+    monkeypatch.setenv("RAGTRIM_ROUTING__FILTERS", "healthy")
+    routing = load_settings().routing
+    assert [(x.name, x.weight) for x in routing.scorers] == [("roundrobin", 1.0), ("load", 0.5)]
+    assert routing.filters == ["healthy"]
 
 
 def test_cli_flags_take_json_or_the_short_form():
@@ -106,7 +138,7 @@ def test_help_lists_the_routing_flags(capsys):
 
 def test_spills_and_panic_routes_are_counted():
     metrics = Metrics()
-    router = build_router(RoutingSettings(bounded_min_in_flight=0), metrics)
+    router = build_router(RoutingSettings(bounded_min_in_flight=0), metrics, panic=True)
     c = RequestContext("r", "chat", b"", {"model": "m"}, {}, prefix_key="k")
     eps = [Endpoint(f"http://{n}", healthy=True, models=frozenset({"m"})) for n in "ab"]
     home = router.rank(c, eps)[0]
@@ -128,12 +160,12 @@ def test_the_per_backend_cap_is_a_filter_composed_last_whenever_it_is_set():
     from proxy.settings import LimitSettings
 
     metrics = Metrics()
-    capped = build_router(RoutingSettings(), metrics,
+    capped = build_router(RoutingSettings(), metrics, panic=True,
                           limits=LimitSettings(max_in_flight_per_backend=2,
                                                retry_after_s=3))  # fmt: skip
     assert [type(f) for f in capped.filters] == [Healthy, ServesModel, HasRoom]
-    assert [type(f) for f in build_router(RoutingSettings(), metrics, limits=LimitSettings())
-            .filters] == [Healthy, ServesModel]  # fmt: skip
+    uncapped = build_router(RoutingSettings(), metrics, panic=True, limits=LimitSettings())
+    assert [type(f) for f in uncapped.filters] == [Healthy, ServesModel]
     a, b = (Endpoint(u, healthy=True, models=frozenset({"m"})) for u in ("http://a", "http://b"))
     a.in_flight, ctx = 2, RequestContext("r", "chat", b"{}", {"model": "m"}, {})
     assert capped.rank(ctx, [a, b]) == [b]  # a is full: not a candidate at all
@@ -143,4 +175,4 @@ def test_the_per_backend_cap_is_a_filter_composed_last_whenever_it_is_set():
     assert caught.value.status == 429 and caught.value.retry_after == 3
     assert sample(metrics, "ragtrim_overloaded_total", scope="backend") == 1
     with pytest.raises(ValueError, match="max_in_flight_per_backend"):
-        build_router(RoutingSettings(filters=["healthy", "room"]), Metrics())
+        build_router(RoutingSettings(filters=["healthy", "room"]), Metrics(), panic=True)

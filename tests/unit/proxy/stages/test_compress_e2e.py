@@ -87,7 +87,7 @@ def test_body_field_never_reaches_backend(stub, make_proxy):
 
 
 def test_tags_are_stripped_even_without_compression(stub, make_proxy):
-    proxy = make_proxy([stub.url], compressor=HalfWords(), compression={"policy": "never"})
+    proxy = make_proxy([stub.url], compressor=HalfWords(), compression={"enabled": False})
     content = "Answer from these.\n<ragtrim:doc>Doc one.</ragtrim:doc>\nQ: why?"
     body = {"model": "stub-model", "messages": [{"role": "user", "content": content}],
             "stub": {"echo": True}}  # fmt: skip

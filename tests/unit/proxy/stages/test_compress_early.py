@@ -6,6 +6,7 @@ import asyncio
 
 from proxy.gate import CostGate
 from proxy.metrics import Metrics
+from proxy.settings import CompressionLimitSettings
 from proxy.stages.compress import CompressStage
 
 DOCS = ["Paris is the capital of France. " * 20, "The Seine flows through Paris. " * 20]
@@ -49,7 +50,7 @@ def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
     engine = CountingEngine()
     gate = CostGate(policy, prior_ms_per_1k=10.0, min_context_tokens=min_context_tokens,
                     max_added_ms=1e4)  # fmt: skip
-    stage = CompressStage(engine, gate, Metrics(), 0.33)
+    stage = CompressStage(engine, gate, Metrics(), 0.33, False, CompressionLimitSettings())
     ctx = Ctx()
     assert asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33)) == DOCS
     return engine, ctx.response_headers["x-ragtrim-decision"]

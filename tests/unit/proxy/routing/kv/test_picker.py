@@ -49,12 +49,12 @@ def route(a: Endpoint, b: Endpoint, on_a: int, on_b: int, evicting: bool = True)
     stakes = Stakes()
     scorer = KvCacheScorer(index_holding(a, b, on_a, on_b, evicting), Ids(), stakes=stakes)
     router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)],
-                    KvBoundedLoad(stakes, 0.25, held=8, free=3))  # fmt: skip
+                    KvBoundedLoad(stakes, epsilon=0.25, held=8, free=3))  # fmt: skip
     return router.rank(ctx(), [a, b])[0]
 
 
 def test_floor_scales_with_the_stake():
-    picker = KvBoundedLoad(Stakes(), held=8, free=3)
+    picker = KvBoundedLoad(Stakes(), epsilon=0.25, held=8, free=3)
     assert [picker.floor(s) for s in (0.0, 0.5, 1.0)] == [3, 6, 8]
     assert picker.floor(None) == 8  # unscored (fallback to affinity): rendezvous' floor
 
@@ -101,7 +101,9 @@ def pick(a: Endpoint, b: Endpoint, shares: dict[Endpoint, float]) -> Endpoint:
     """a ranked first by total score; the stake from `shares`."""
     stakes, request = Stakes(), ctx()
     stakes.put(request, Held(shares))  # no replica with room: both under cache pressure
-    return KvBoundedLoad(stakes, 0.25, held=8, free=3).order(request, {a: 0.9, b: 0.5}, [a, b])[0]
+    return KvBoundedLoad(stakes, epsilon=0.25, held=8, free=3).order(
+        request, {a: 0.9, b: 0.5}, [a, b]
+    )[0]
 
 
 def test_a_request_held_as_well_elsewhere_spreads_early():
@@ -127,5 +129,5 @@ def test_stakes_are_read_once_and_only_for_their_request():
 
 def test_floors_are_checked_and_a_low_held_floor_lowers_free():
     with pytest.raises(ValueError):
-        KvBoundedLoad(Stakes(), held=-1)
-    assert KvBoundedLoad(Stakes(), held=2, free=3).free == 2
+        KvBoundedLoad(Stakes(), epsilon=0.25, held=-1, free=3)
+    assert KvBoundedLoad(Stakes(), epsilon=0.25, held=2, free=3).free == 2

@@ -101,18 +101,18 @@ def test_ties_spread_over_backends():
     assert len(firsts) == 4
 
 
-def test_registry_default_is_kv_cache_with_events_on():
-    on = RoutingSettings(kv_events=KvEventsSettings(enabled=True))
+def test_registry_builds_the_kv_cache_scorer_named_with_events_on():
+    on = RoutingSettings(kv_events=KvEventsSettings(enabled=True), scorers="kv_cache:1,load:0.3")
     assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
     assert on.bounded_min_in_flight == 8 and on.kv_events.spill_floor == 3
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
     metrics = Metrics()
-    kv = build_kv(on.kv_events, EndpointPool(), metrics)
-    router = build_router(on, metrics, kv=kv)
+    kv = build_kv(on.kv_events, EndpointPool(), metrics, "")
+    router = build_router(on, metrics, panic=True, kv=kv)
     assert isinstance(router.scorers[0].scorer, KvCacheScorer)
     assert isinstance(router.picker, KvBoundedLoad)
     assert (router.picker.held, router.picker.free) == (8, 3)
     assert router.scorers[0].scorer.stakes is router.picker.stakes is kv.stakes
     with pytest.raises(ValueError, match="kv_events.enabled"):
-        build_router(RoutingSettings(scorers="kv_cache"), Metrics())
-    assert build_kv(KvEventsSettings(), EndpointPool(), metrics) is None
+        build_router(on, Metrics(), panic=True)  # the subscription not built
+    assert build_kv(KvEventsSettings(), EndpointPool(), metrics, "") is None
