@@ -27,16 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
-from bench.lib.common import ROOT, free_port, percentile, spawn, stop, write_result
+from bench.lib.common import ROOT, free_port, percentile, spawn, spawn_ragtrim, stop, write_result
 from bench.lib.loadgen import Timed
 from bench.lib.procs import cpu_ms
 
@@ -70,26 +66,7 @@ def baseline_tree(rev: str, where: Path) -> Path:
 def serve(tree: Path, backend: str, port: int) -> subprocess.Popen:
     """`python -m proxy serve` from `tree`, importing that tree's packages; waits until
     its compressor has loaded."""
-    args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends", backend,
-            "--log-level", "warning"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.Popen(args, cwd=tree, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
-            if ready.status_code == 200 and ready.json().get("compressor") not in (
-                "cold", "loading",
-            ):  # fmt: skip
-                return proc
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError(f"ragtrim from {tree} exited with {proc.returncode}")
-        time.sleep(0.2)
-    stop(proc)
-    raise RuntimeError(f"ragtrim from {tree} not ready in 300 s")
+    return spawn_ragtrim([backend], port, {"PYTHONPATH": str(tree)}, cwd=tree)
 
 
 def interleaved(clients: dict[str, Timed], body: dict, n: int) -> dict[str, list[float]]:

@@ -24,9 +24,16 @@ from __future__ import annotations
 
 import argparse
 
-from bench.lib.common import ROOT, default_compressor, free_port, spawn_ragtrim, stop, write_result
-from bench.lib.squad import build_cases
-from bench.lib.ttft_cells import BUCKETS, MODEL_DIR, SERVED, bucket_cases, headline, measure
+from bench.lib.common import ROOT, default_compressor, free_port, stop, write_result
+from bench.lib.ttft_cells import (
+    BUCKETS,
+    MODEL_DIR,
+    SERVED,
+    cases_and_priming,
+    headline,
+    measure,
+    start_ragtrim,
+)
 from bench.lib.ttft_plot import plot
 from deploy.local import vllm_server
 
@@ -39,22 +46,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--buckets", type=int, default=len(BUCKETS), help="smallest N buckets")
     parser.add_argument("--compressor", default=default_compressor())
     args = parser.parse_args(argv)
-    cases = bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
-    priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
+    cases, priming = cases_and_priming(BUCKETS[: args.buckets], args)
     server = vllm_server.start(MODEL_DIR, port=free_port(), served_name=SERVED,
                                log_path=ROOT / ".run" / "bench-ttft-vllm.log")  # fmt: skip
     proxy = None
     try:
         vllm_server.wait_healthy(server, timeout=300)
-        env = {
-            "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
-            "RAGTRIM_COMPRESSION__RATE": str(args.rate),
-            "RAGTRIM_COMPRESSION__TIMEOUT": "60",
-            "RAGTRIM_COMPRESSION__TOKENIZER": str(MODEL_DIR),
-        }
-        port = free_port()
-        proxy = spawn_ragtrim([server.base_url], port, env)
-        proxy_url = f"http://127.0.0.1:{port}"
+        proxy, proxy_url = start_ragtrim(server.base_url, args, MODEL_DIR)
         urls = {"direct": server.base_url, "cold": proxy_url, "warm": proxy_url}
         cells = measure(urls, cases, priming, args)
     finally:

@@ -25,18 +25,18 @@ import statistics
 import sys
 import time
 
-from bench.lib.common import default_compressor, free_port, spawn, spawn_ragtrim, stop, write_result
+from bench.lib.common import default_compressor, free_port, spawn, stop, write_result
 from bench.lib.reuse_workload import WARMUP, ReuseDraw, run_reuse_cells, warm_up
-from bench.lib.squad import build_cases
 from bench.lib.stream import stream_chat
 from bench.lib.ttft_cells import (
     MODEL_DIR,
     SERVED,
-    bucket_cases,
+    cases_and_priming,
     headline,
     measure,
     median_of,
     request,
+    start_ragtrim,
 )
 
 BUCKETS = ((450, 650), (950, 1250), (1800, 2200), (2700, 3100), (3400, 3900))
@@ -71,20 +71,11 @@ def measure_reuse(stub_url: str, proxy_url: str, priming, args) -> list:
 
 
 def run_speed(per_token_ms: float, args) -> tuple[list, list]:
-    cases = bucket_cases(BUCKETS[: args.buckets], args.per_cell, args.seed)
-    priming = build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
+    cases, priming = cases_and_priming(BUCKETS[: args.buckets], args)
     stub_proc, stub_url = start_stub(per_token_ms)
     proxy = None
     try:
-        env = {
-            "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
-            "RAGTRIM_COMPRESSION__RATE": str(args.rate),
-            "RAGTRIM_COMPRESSION__TIMEOUT": "60",
-            "RAGTRIM_COMPRESSION__TOKENIZER": str(TOKENIZER),
-        }
-        port = free_port()
-        proxy = spawn_ragtrim([stub_url], port, env)
-        proxy_url = f"http://127.0.0.1:{port}"
+        proxy, proxy_url = start_ragtrim(stub_url, args, TOKENIZER)
         urls = {"direct": stub_url, "cold": proxy_url, "warm": proxy_url}
         cells = measure(urls, cases, priming, args) if args.buckets else []
         reuse = measure_reuse(stub_url, proxy_url, priming, args) if args.reuse_per_cell else []

@@ -13,6 +13,8 @@ on bench.compress_cost's documents (smoke run, issue-9a note).
 
 - `resolve_device("auto")` → "cuda" when torch sees a GPU, else "cpu" (compressors
   resolve it at load, so building one imports no model library);
+- `prepare(device, precision, num_threads)` → the device, resolved and checked, with
+  torch's threads set (what each torch compressor does first at load);
 - `candidates(device)` → the precisions worth trying there (int8 is CPU-only);
 - `choose(run, precisions, agree, bar)` → (picked precision, trials), where
   `run(precision)` returns a zero-argument callable doing the calibration work and
@@ -49,6 +51,20 @@ def check(device: str, precision: str) -> None:
         raise ValueError(f"precision must be one of {(*PRECISIONS, AUTO)}, got {precision!r}")
     if device != AUTO and precision == "int8" and not device.startswith("cpu"):
         raise ValueError("int8 (dynamic quantization) runs on CPU only")
+
+
+def prepare(device: str, precision: str | None = None, num_threads: int = 0) -> str:
+    """What a torch compressor does first when it loads its model: `device` resolved,
+    `precision` (when it has one) checked against it, torch's thread count set when
+    `num_threads` is given (process-wide: torch has one pool). Returns the device."""
+    device = resolve_device(device)
+    if precision is not None:
+        check(device, precision)
+    if num_threads:
+        import torch
+
+        torch.set_num_threads(num_threads)
+    return device
 
 
 def candidates(device: str) -> tuple[str, ...]:

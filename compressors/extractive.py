@@ -44,19 +44,13 @@ from typing import Protocol
 
 import numpy as np
 
-from compressors._precision import (
-    AUTO,
-    candidates,
-    check,
-    choose,
-    resolve_device,
-    share_equal,
-)
+from compressors._fingerprint import counter_field, fingerprint
+from compressors._precision import AUTO, candidates, check, choose, prepare, share_equal
 from compressors._selection import per_document_keep, pooled_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.protect import Protector
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
-from compressors.tokens import ApproxTokenCounter, counter_name
+from compressors.tokens import ApproxTokenCounter
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 CALIBRATION_RATE = 0.34
@@ -148,13 +142,11 @@ class ExtractiveCompressor:
         self._lock = threading.Lock()
 
     def fingerprint(self) -> str:
-        return (
-            f"{self.name}:v{self.version}:model={self.model_id}:counter="
-            f"{counter_name(self.count_tokens)}:min={self.min_sentences}:max_chars="
-            f"{self.max_sentence_chars}:round={self.score_decimals}:"
-            f"{self.chosen_precision or self.precision}:"
-            f"{self.protector.fingerprint()}"
-        )
+        return fingerprint(
+            self, self.model_id, counter_field(self), f"min={self.min_sentences}",
+            f"max_chars={self.max_sentence_chars}", f"round={self.score_decimals}",
+            self.chosen_precision or self.precision,
+        )  # fmt: skip
 
     # -- embeddings -------------------------------------------------------------------
 
@@ -163,8 +155,7 @@ class ExtractiveCompressor:
             if self._model is None:
                 from sentence_transformers import SentenceTransformer
 
-                self.device = resolve_device(self.device)
-                check(self.device, self.precision)
+                self.device = prepare(self.device, self.precision)
                 model = SentenceTransformer(
                     self.model_path, device=self.device, local_files_only=True
                 )

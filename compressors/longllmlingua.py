@@ -42,10 +42,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
-from compressors._precision import resolve_device
+from compressors._fingerprint import counter_field, fingerprint
+from compressors._precision import prepare
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.protect import Protector, Span, overlaps
-from compressors.tokens import ApproxTokenCounter, counter_name
+from compressors.tokens import ApproxTokenCounter
 
 
 def to_legacy(cache) -> list[tuple]:
@@ -170,21 +171,16 @@ class LongLLMLinguaCompressor:
         self._calls = threading.Lock()  # llmlingua keeps per-call state on its instance
 
     def fingerprint(self) -> str:
-        return (
-            f"{self.name}:v{self.version}:model={self.model_id}:device={self.device}:"
-            f"dyn={self.dynamic_ratio}:compare={self.condition_compare}:"
-            f"iter={self.iterative_size}:min={self.min_rate}:counter="
-            f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
-        )
+        return fingerprint(
+            self, self.model_id, f"device={self.device}", f"dyn={self.dynamic_ratio}",
+            f"compare={self.condition_compare}", f"iter={self.iterative_size}",
+            f"min={self.min_rate}", counter_field(self),
+        )  # fmt: skip
 
     def _load(self):
         with self._lock:
             if self._pc is None:
-                import torch
-
-                self.device = resolve_device(self.device)
-                if self.num_threads:
-                    torch.set_num_threads(self.num_threads)  # process-wide
+                self.device = prepare(self.device, num_threads=self.num_threads)
                 pc = _adapter_class()(
                     model_name=self.model_path,
                     device_map=self.device,

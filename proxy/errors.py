@@ -35,6 +35,7 @@ class ProxyError(Exception):
     status = 500
     type = "internal_error"
     code: str | None = None
+    retry_after: int | None = None  # seconds; sent as Retry-After when set
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -44,8 +45,10 @@ class ProxyError(Exception):
             self.code = code
 
     def headers(self) -> list[tuple[bytes, bytes]]:
-        """Extra response headers this error carries (e.g. Retry-After)."""
-        return []
+        """Extra response headers this error carries: Retry-After when it has one."""
+        if self.retry_after is None:
+            return []
+        return [(b"retry-after", str(self.retry_after).encode())]
 
     def envelope(self) -> dict:
         return {
@@ -89,9 +92,6 @@ class Overloaded(ProxyError):
     status, type, code = 429, "rate_limit_error", "overloaded"
     retry_after: int = 1
 
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        return [(b"retry-after", str(self.retry_after).encode())]
-
 
 class ShuttingDown(ProxyError):
     """Ends a stream still open at the drain deadline (the server is stopping)."""
@@ -122,9 +122,7 @@ class LocalResourceError(ProxyError):
     socket: the backend is not at fault, so no failover and no ejection."""
 
     status, type, code = 503, "server_error", "local_resources_exhausted"
-
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        return [(b"retry-after", b"1")]
+    retry_after = 1
 
 
 class NoHealthyBackend(UpstreamError):

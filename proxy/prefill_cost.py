@@ -10,7 +10,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from proxy.job_cost import MIN_SAMPLE_TOKENS, MIN_SPREAD
+from proxy.job_cost import MIN_SAMPLE_TOKENS, fit
 
 if TYPE_CHECKING:
     from proxy.routing.endpoint import EndpointPool
@@ -33,23 +33,10 @@ class PrefillLaw:
     def add(self, ms: float, tokens: float) -> None:
         if tokens >= MIN_SAMPLE_TOKENS and ms >= 0:
             self.samples.append((float(tokens), float(ms)))
-            self._value = self._fit()
+            self._value = fit(self.samples)[0]
 
     def value(self) -> float | None:
         return self._value
-
-    def _fit(self) -> float:
-        ratio = statistics.median(ms / tokens for tokens, ms in self.samples)
-        pts = sorted(self.samples)
-        slopes = [
-            (m2 - m1) / (t2 - t1)
-            for i, (t1, m1) in enumerate(pts)
-            for t2, m2 in pts[i + 1 :]
-            if t2 >= MIN_SPREAD * t1
-        ]
-        if not slopes:
-            return ratio
-        return min(ratio, max(0.0, statistics.median(slopes)))
 
 
 class BackendQueue:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 
 from cache.prefixes import PrefixRegistry
 from proxy.context import RequestContext
@@ -37,15 +38,14 @@ def replay_context(key: str, body: dict) -> RequestContext:
                           headers={}, prefix_key=key)  # fmt: skip
 
 
+@dataclass(eq=False)  # a health callback: compared by identity
 class Warmer:
-    def __init__(self, settings: WarmupSettings, pool: EndpointPool, prefixes: PrefixRegistry,
-                 transport: Transport, metrics: Metrics, router: Router):  # fmt: skip
-        self.settings = settings
-        self.pool = pool
-        self.prefixes = prefixes
-        self.transport = transport
-        self.metrics = metrics
-        self.router = router
+    settings: WarmupSettings
+    pool: EndpointPool
+    prefixes: PrefixRegistry
+    transport: Transport
+    metrics: Metrics
+    router: Router
 
     async def __call__(self, ep: Endpoint) -> None:
         if not self.settings.enabled or self.settings.top_n == 0:

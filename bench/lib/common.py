@@ -24,10 +24,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def spawn(args: list[str], ready_url: str, env: dict | None = None, timeout: float = 60):
-    """Start a process and wait until `ready_url` answers 200."""
+def spawn(args: list[str], ready_url: str, env: dict | None = None, timeout: float = 60,
+          cwd: Path = ROOT):  # fmt: skip
+    """Start a process in `cwd` and wait until `ready_url` answers 200."""
     proc = subprocess.Popen(
-        args, cwd=ROOT, env={**os.environ, **(env or {})},
+        args, cwd=cwd, env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     deadline = time.monotonic() + timeout
@@ -44,12 +45,12 @@ def spawn(args: list[str], ready_url: str, env: dict | None = None, timeout: flo
     raise RuntimeError(f"{args} not ready after {timeout}s")
 
 
-def spawn_ragtrim(backends: list[str], port: int, env: dict | None = None):
-    """Start ragtrim and wait until it is ready and its compressor has loaded (a
-    benchmark measures the steady state, not the model load at start-up)."""
+def spawn_ragtrim(backends: list[str], port: int, env: dict | None = None, cwd: Path = ROOT):
+    """Start ragtrim (from the tree `cwd`) and wait until it is ready and its compressor
+    has loaded (a benchmark measures the steady state, not the model load at start-up)."""
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port),
             "--backends", ",".join(backends), "--log-level", "warning"]  # fmt: skip
-    proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env)
+    proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env, cwd=cwd)
     deadline = time.monotonic() + 300
     while httpx.get(f"http://127.0.0.1:{port}/readyz").json().get("compressor") in (
         "cold", "loading",

@@ -7,11 +7,13 @@ The pairing and the paths are described in bench/ttft.py.
 from __future__ import annotations
 
 import statistics
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 
-from bench.lib.common import ROOT, percentile
+from bench.lib.common import ROOT, free_port, percentile, spawn_ragtrim
 from bench.lib.squad import answer_retained, build_cases
 from bench.lib.squad_render import render_llamaindex
 from bench.lib.stream import stream_chat
@@ -190,3 +192,24 @@ def measure(urls: dict, cases: dict, priming, args, model: str = SERVED) -> list
     with httpx.Client(timeout=600) as client:
         prime(client, urls, priming, model)
         return run_all(client, urls, cases, args.per_cell, args.rate, model)
+
+
+def cases_and_priming(buckets, args) -> tuple[dict, list]:
+    """The cells' cases (`args.per_cell` per bucket) and the two priming cases, seeded
+    from `args.seed`."""
+    cases = bucket_cases(buckets, args.per_cell, args.seed)
+    return cases, build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
+
+
+def start_ragtrim(backend: str, args, tokenizer: Path) -> tuple[subprocess.Popen, str]:
+    """ragtrim in front of `backend` as both TTFT benchmarks run it: `args.compressor` at
+    `args.rate`, a 60 s compression timeout, tokens counted with the served model's
+    `tokenizer`. Returns the process and its base URL."""
+    env = {
+        "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
+        "RAGTRIM_COMPRESSION__RATE": str(args.rate),
+        "RAGTRIM_COMPRESSION__TIMEOUT": "60",
+        "RAGTRIM_COMPRESSION__TOKENIZER": str(tokenizer),
+    }
+    port = free_port()
+    return spawn_ragtrim([backend], port, env), f"http://127.0.0.1:{port}"

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from compressors._fingerprint import counter_field, fingerprint
 from compressors._selection import per_document_keep, pooled_keep
 from compressors.adaptive import AdaptiveBudget, adaptive_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
@@ -95,12 +96,11 @@ class FastExtractiveCompressor:
 
     def fingerprint(self) -> str:
         weights = ",".join(f"{k}={v:g}" for k, v in sorted(self.weights.items()))
-        return (
-            f"{self.name}:v{self.version}:model={self.model_path.name}:weights={weights}:"
-            f"counter={counter_name(self.count_tokens)}:min={self.min_sentences}:max_chars="
-            f"{self.max_sentence_chars}:round={self.score_decimals}:kept={self.kept_counts}:"
-            f"{self.protector.fingerprint()}"
-        )
+        return fingerprint(
+            self, self.model_path.name, f"weights={weights}", counter_field(self),
+            f"min={self.min_sentences}", f"max_chars={self.max_sentence_chars}",
+            f"round={self.score_decimals}", f"kept={self.kept_counts}",
+        )  # fmt: skip
 
     # -- model -------------------------------------------------------------------------
 

@@ -37,19 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from compressors import deadline
-from compressors._precision import (
-    AUTO,
-    candidates,
-    check,
-    choose,
-    resolve_device,
-    share_equal,
-)
+from compressors._fingerprint import counter_field, fingerprint
+from compressors._precision import AUTO, candidates, check, choose, prepare, share_equal
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.llmlingua2.words import Chunk, WordChunker, WordDecisions, keep_flags, model_kind
 from compressors.protect import Protector, Span, fold_protected
 from compressors.sentences import render_kept
-from compressors.tokens import ApproxTokenCounter, counter_name
+from compressors.tokens import ApproxTokenCounter
 
 DEFAULT_MODEL = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"
 MIN_RATE = 0.01  # llmlingua's percentile arithmetic fails below this
@@ -179,13 +173,12 @@ class LLMLingua2Compressor:
         self._lock = threading.Lock()
 
     def fingerprint(self) -> str:
-        return (
-            f"{self.name}:v{self.version}:model={self.model_id}:engine={self.engine}:"
-            f"device={self.device}:precision={self.chosen_precision or self.precision}:"
-            f"force={list(self.force_tokens)}:"
-            f"ends={list(self.chunk_end_tokens)}:seq={self.max_seq_len}:counter="
-            f"{counter_name(self.count_tokens)}:{self.protector.fingerprint()}"
-        )
+        return fingerprint(
+            self, self.model_id, f"engine={self.engine}", f"device={self.device}",
+            f"precision={self.chosen_precision or self.precision}",
+            f"force={list(self.force_tokens)}", f"ends={list(self.chunk_end_tokens)}",
+            f"seq={self.max_seq_len}", counter_field(self),
+        )  # fmt: skip
 
     def make_chunker(self, tokenizer) -> WordChunker:
         return WordChunker(
@@ -199,12 +192,7 @@ class LLMLingua2Compressor:
     def _load(self):
         with self._lock:
             if self._engine is None:
-                self.device = resolve_device(self.device)
-                check(self.device, self.precision)
-                if self.num_threads:
-                    import torch
-
-                    torch.set_num_threads(self.num_threads)  # process-wide
+                self.device = prepare(self.device, self.precision, self.num_threads)
                 self._engine = self.make_engine()
         return self._engine
 

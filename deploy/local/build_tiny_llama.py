@@ -13,15 +13,14 @@ Runs with the ragtrim venv (.venv) or the vLLM venv (.venv-vllm); skips when DIR
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import shutil
 import sys
-import sysconfig
-import tempfile
 import time
 from pathlib import Path
+
+from deploy.local.corpus import stdlib_corpus
+from deploy.local.publish import building
 
 VOCAB_SIZE = 8192
 BOS, EOS, PAD = "<|endoftext|>", "<|im_end|>", "<|endoftext|>"
@@ -39,34 +38,10 @@ REQUIRED_FILES = (
     "tokenizer.json",
     "tokenizer_config.json",
 )
-MAX_CORPUS_CHARS = 3_000_000
 
 
 def is_complete(out: Path) -> bool:
     return all((out / name).is_file() for name in REQUIRED_FILES)
-
-
-def _docstrings(source: str) -> list[str]:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return []
-    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    docs = (ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, kinds))
-    return [doc for doc in docs if doc]
-
-
-def stdlib_corpus(limit: int = MAX_CORPUS_CHARS) -> list[str]:
-    """English text from the stdlib's docstrings, in a fixed (sorted) file order."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    texts, total = [], 0
-    for path in sorted(root.glob("*.py")):
-        for doc in _docstrings(path.read_text(encoding="utf-8", errors="replace")):
-            texts.append(doc)
-            total += len(doc)
-            if total >= limit:
-                return texts
-    return texts
 
 
 def train_tokenizer(texts: list[str]):
@@ -145,28 +120,13 @@ def build_model(ids: dict[str, int], seed: int):
     return model
 
 
-def publish_modes(folder: Path) -> None:
-    """mkdtemp and safetensors write owner-only files; make the model readable to all."""
-    folder.chmod(0o755)
-    for path in folder.iterdir():
-        path.chmod(0o644)
-
-
 def build(out: Path, seed: int) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with building(out) as tmp:
         tok = train_tokenizer(stdlib_corpus())
         ids = save_tokenizer(tok, tmp)
         model = build_model(ids, seed)
         model.save_pretrained(tmp, safe_serialization=True)
         (tmp / "ragtrim_build.json").write_text(json.dumps({"builder": "tiny-llama", "seed": seed}))
-        publish_modes(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)  # atomic: a half-built model is never seen at `out`
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

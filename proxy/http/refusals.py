@@ -22,9 +22,7 @@ class TooManyConnections(ProxyError):
     """The worker holds http.max_connections client connections already."""
 
     status, type, code = 503, "server_error", "too_many_connections"
-
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        return [(b"retry-after", b"1")]
+    retry_after = 1
 
 
 def malformed(message: str) -> InvalidRequest:

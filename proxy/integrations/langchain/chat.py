@@ -20,22 +20,12 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage, convert_to_openai_messages
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableBinding, RunnableSequence
-from pydantic import ConfigDict, PrivateAttr
 
-from proxy.integrations.langchain.runtime import Runtime
-from proxy.settings import Settings
+from proxy.integrations.langchain.runtime import Wrapper
 
 
-class RagtrimChatModel(BaseChatModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
+class RagtrimChatModel(Wrapper, BaseChatModel):
     inner: BaseChatModel
-    settings: Settings | None = None
-    compressor: Any = None  # a compressors.base.Compressor; None = from settings
-    _rt: Runtime = PrivateAttr()
-
-    def model_post_init(self, __context: Any) -> None:
-        self._rt = Runtime(self.settings, self.compressor)
 
     @property
     def _llm_type(self) -> str:

@@ -16,22 +16,12 @@ from typing import Any
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import Document
 from langchain_core.documents.compressor import BaseDocumentCompressor
-from pydantic import ConfigDict, PrivateAttr
 
-from proxy.integrations.langchain.runtime import Runtime
-from proxy.settings import Settings
+from proxy.integrations.langchain.runtime import Wrapper
 
 
-class RagtrimDocumentCompressor(BaseDocumentCompressor):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    settings: Settings | None = None
+class RagtrimDocumentCompressor(Wrapper, BaseDocumentCompressor):
     rate: float | None = None
-    compressor: Any = None  # a compressors.base.Compressor; None = from settings
-    _rt: Runtime = PrivateAttr()
-
-    def model_post_init(self, __context: Any) -> None:
-        self._rt = Runtime(self.settings, self.compressor)
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None

@@ -8,26 +8,15 @@ each chunk and the wrapped LLM gets no run manager (nothing is reported twice)."
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
 from langchain_core.language_models.llms import BaseLLM
 from langchain_core.outputs import GenerationChunk, LLMResult
-from pydantic import ConfigDict, PrivateAttr
 
-from proxy.integrations.langchain.runtime import Runtime
-from proxy.settings import Settings
+from proxy.integrations.langchain.runtime import Wrapper
 
 
-class RagtrimLLM(BaseLLM):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
+class RagtrimLLM(Wrapper, BaseLLM):
     inner: BaseLLM
-    settings: Settings | None = None
-    compressor: Any = None  # a compressors.base.Compressor; None = from settings
-    _rt: Runtime = PrivateAttr()
-
-    def model_post_init(self, __context: Any) -> None:
-        self._rt = Runtime(self.settings, self.compressor)
 
     @property
     def _llm_type(self) -> str:

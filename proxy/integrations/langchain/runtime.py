@@ -1,7 +1,8 @@
 """What every in-process wrapper shares: a compression engine built from settings and
 the event-loop thread that drives it, so sync LangChain calls work where a loop is
-already running (notebooks). Compression fails open: on any error the prompt goes to
-the model as it was (logged), as in the proxy."""
+already running (notebooks), and the fields a wrapper takes to build them (`Wrapper`).
+Compression fails open: on any error the prompt goes to the model as it was (logged),
+as in the proxy."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import logging
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from cache.store import MemoryStore, RedisStore
 from compressors import ApproxTokenCounter, HFTokenCounter
@@ -86,3 +89,17 @@ class Runtime:
             log.warning("compression failed, sending the documents unchanged: %r", exc)
             texts = seg.texts
         return texts if seg.must_apply(texts) else None
+
+
+class Wrapper(BaseModel):
+    """The fields every wrapper (chat model, LLM, document compressor) takes, and the
+    Runtime it builds from them once constructed; put first among a wrapper's bases."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    settings: Settings | None = None
+    compressor: Any = None  # a compressors.base.Compressor; None = from settings
+    _rt: Runtime = PrivateAttr()
+
+    def model_post_init(self, __context: Any) -> None:
+        self._rt = Runtime(self.settings, self.compressor)

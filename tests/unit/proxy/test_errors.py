@@ -69,3 +69,15 @@ def test_idle_timeout_mid_stream_is_an_sse_error(stub, make_proxy):
 def test_unknown_route_is_404_envelope(stub, make_proxy):
     proxy = make_proxy([stub.url])
     _error(httpx.get(f"{proxy.url}/nope"), 404)
+
+
+def test_retry_after_is_sent_by_the_errors_that_carry_one_and_no_other():
+    from proxy.errors import InvalidRequest, LocalResourceError, Overloaded
+    from proxy.http.refusals import TooManyConnections
+
+    for error in (Overloaded("full"), LocalResourceError("EMFILE"), TooManyConnections("cap")):
+        assert error.headers() == [(b"retry-after", b"1")]
+    later = Overloaded("full")
+    later.retry_after = 7
+    assert later.headers() == [(b"retry-after", b"7")]
+    assert InvalidRequest("bad").headers() == []

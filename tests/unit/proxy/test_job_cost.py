@@ -45,3 +45,14 @@ def test_tiny_or_negative_samples_are_ignored():
     law.add(5, 10)
     law.add(-1, 1000)
     assert law.per_token is None
+
+
+def test_the_prefill_law_is_the_slope_of_the_same_fit_never_below_zero():
+    from proxy.prefill_cost import PrefillLaw
+
+    job, law = JobCost(), PrefillLaw()
+    for tokens, ms in ((1000, 100.0), (2000, 50.0), (4000, 60.0)):  # median slope < 0
+        job.add(ms, tokens)
+        law.add(ms, tokens)
+    assert law.value() == job.per_token == 0.0
+    assert job.fixed_ms == pytest.approx(60.0)  # the median of ms - 0 × tokens
