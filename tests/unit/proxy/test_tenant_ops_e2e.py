@@ -4,6 +4,7 @@ behaviour across replicas is tests/integration/test_tenant_quotas.py)."""
 
 import json
 import logging
+import time
 
 import httpx
 
@@ -113,6 +114,10 @@ def test_access_log_one_json_line_per_request_without_prompt_text(stub, make_pro
                            compression=ALWAYS, compressor=HalfWords())  # fmt: skip
         ok = chat(proxy, ACME, rag_body())
         refused = httpx.post(f"{proxy.url}/v1/chat/completions", json=rag_body())
+        deadline = time.monotonic() + 5  # the line is written after the last byte is sent
+        while sum('"/v1/chat/completions"' in x for x in handler.lines) < 2:
+            assert time.monotonic() < deadline, handler.lines
+            time.sleep(0.01)
     finally:
         logging.getLogger(LOGGER).removeHandler(handler)
     mine = [json.loads(line) for line in handler.lines if '"/v1/chat/completions"' in line]
