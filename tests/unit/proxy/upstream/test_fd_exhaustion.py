@@ -21,6 +21,7 @@ from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port, serving
 
 LIMIT = 96  # open files for the ragtrim process
+ATTEMPTS = 10  # fresh processes tried until one is exhausted (the docstring of the test)
 CHAT = json.dumps({"model": "stub-model", "messages": [{"role": "user", "content": "hi"}]})
 
 
@@ -98,14 +99,16 @@ def test_descriptor_exhaustion_is_ragtrims_503_and_keeps_the_backend():
     """A 200 means ragtrim still had a spare descriptor when the chat came (a
     connection of its own closed meanwhile, e.g. the start-up health check's when the
     stub timed it out): the setup did not exhaust it, so the scenario is run again on
-    a fresh process, at most three times. A wrong answer (not 200, not our 503) fails."""
+    a fresh process, up to ATTEMPTS times (on the 2-core machines about two runs in three
+    found a spare one since the control path shares the data plane's connection pool).
+    A wrong answer (not 200, not our 503) fails at once, and so does a 200 every time."""
     with serving(StubVllm()) as stub:
-        for attempt in range(3):
+        for attempt in range(ATTEMPTS):
             port = free_port()
             proc = _start(port, stub.url)
             try:
                 answer, sockets = _exhausted_answer(port)
-                if answer.startswith(b"HTTP/1.1 200") and attempt < 2:
+                if answer.startswith(b"HTTP/1.1 200") and attempt < ATTEMPTS - 1:
                     continue  # not exhausted after all: again, from scratch
                 assert answer.startswith(b"HTTP/1.1 503"), answer[:200]
                 assert b"local_resources_exhausted" in answer
