@@ -37,6 +37,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from proxy.errors import LocalResourceError, UpstreamError
 from proxy.routing.endpoint import Endpoint, EndpointPool
@@ -96,18 +97,18 @@ def sample_between(before: dict[str, float] | None, now: dict[str, float]):
     return (tokens, ms) if tokens > 0 and ms >= 0 else None
 
 
+@dataclass(eq=False)
 class MetricsScraper:
-    def __init__(self, pool: EndpointPool, transport: Transport, observe: Observe, *,
-                 min_interval: float, timeout: float = 2.0, retry_s: float = 60.0,
-                 queue: Queue | None = None):  # fmt: skip
-        self.pool = pool
-        self.transport = transport
-        self.observe = observe
-        self.queue = queue
-        self.min_interval = min_interval
-        self.timeout = timeout
-        self.retry_s = retry_s
-        pool.on_removed.append(self.forget)
+    pool: EndpointPool
+    transport: Transport
+    observe: Observe
+    min_interval: float = field(kw_only=True)
+    timeout: float = field(default=2.0, kw_only=True)
+    retry_s: float = field(default=60.0, kw_only=True)
+    queue: Queue | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self.pool.on_removed.append(self.forget)
 
     def poke(self, backend: str) -> None:
         """A response from `backend` finished: read its metrics soon."""

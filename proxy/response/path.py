@@ -41,7 +41,7 @@ class ResponsePath:
         self.max_response_bytes = upstream.max_response_bytes
         self.hooks = list(hooks)
         points = ("headers", "stream", "body", "done")
-        self._at = {p: [getattr(h, p) for h in self.hooks if hasattr(h, p)] for p in points}
+        self._at = {p: [h for h in self.hooks if hasattr(h, p)] for p in points}
 
     async def relay(self, ctx: RequestContext, ranked: Sequence[Endpoint], reply: Reply,
                     receive: Receive, method: str, path: str,
@@ -71,21 +71,21 @@ class ResponsePath:
             assert ex.response is not None
             out = list(ex.response.headers)
             for hook in self._at["headers"]:
-                out += hook(ctx, ex)
+                out += hook.headers(ctx, ex)
             if ex.is_sse:
                 for hook in self._at["stream"]:
-                    ex.tap = hook(ctx, ex) or ex.tap
+                    ex.tap = hook.stream(ctx, ex) or ex.tap
                 await reply.start(ex.status, out)
                 await relay_stream(reply, ex.chunks(), ex.tap)
             else:
                 parts = await ex.read(self.max_response_bytes)
                 for hook in self._at["body"]:
-                    out += hook(ctx, ex, parts)
+                    out += hook.body(ctx, ex, parts)
                 await reply.parts(ex.status, out, parts)
         except BaseException as exc:  # a client leaving cancels this task: also here
             error = exc
             raise
         finally:
             await ex.close(error)
-            for done in self._at["done"]:
-                done(ctx, ex, error)
+            for hook in self._at["done"]:
+                hook.done(ctx, ex, error)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
 from proxy.context import RequestContext
@@ -34,21 +35,19 @@ log = logging.getLogger("ragtrim.compress")
 CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens, until compressions have measured it
 
 
+@dataclass(eq=False)
 class CompressStage:
-    name = "compress"
+    """`default_rate` None: compression.enabled is false (only a request's own rate)."""
 
-    def __init__(self, engine: CompressionEngine, gate: CostGate, metrics: Metrics,
-                 default_rate: float | None, log_prompts: bool,
-                 limits: CompressionLimitSettings):  # fmt: skip
-        """`default_rate` None: compression.enabled is false (only a request's own rate)."""
-        self.engine = engine
-        self.limits = limits
-        self.log_prompts = log_prompts
-        self.gate = gate
-        self.metrics = metrics
-        self.default_rate = default_rate
-        self.chars_per_token = RobustRate()  # "ms" = characters, per exact token
-        self._calibrated = False
+    engine: CompressionEngine
+    gate: CostGate
+    metrics: Metrics
+    default_rate: float | None
+    log_prompts: bool
+    limits: CompressionLimitSettings
+    chars_per_token: RobustRate = field(default_factory=RobustRate, init=False)  # "ms" = chars
+    _calibrated: bool = field(default=False, init=False)
+    name = "compress"
 
     def _learn_calibration(self) -> None:
         """The engine's start-up measurement (compressors/calibration.py), once, before the
