@@ -199,8 +199,6 @@ class CostGate:
     # the decision -------------------------------------------------------------
     def decide_early(self, context_tokens: int, rate: float) -> Decision | None:
         """What needs no memo or feature lookup (the compress stage asks this first)."""
-        if self.policy == "never":
-            return Decision("skip", None, "skip:policy-never")
         if self.policy == "always":
             return Decision("compress", rate, "compress:policy-always")
         if context_tokens < self.min_context_tokens:
