@@ -103,6 +103,26 @@ def test_fast_number_and_date_patterns_find_the_plain_spans():
             ]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It did not fall, nor rise; NOBODY knew. Scarcely without cannot nowhere none.",
+        "We can't say; it isn\u2019t so, WON'T be, n't alone, Don\u2019T and no-one.",
+        "snot notable annot knot, ano nothing: never, ever.",
+    ],
+)
+def test_negation_word_shortcut_finds_the_single_pattern_spans(text):
+    """Without an apostrophe-t the word-list regex stands in for the whole pattern."""
+    import re
+
+    from compressors.protect import _PATTERNS
+
+    reference = re.compile(_PATTERNS["negation"], re.IGNORECASE)
+    assert Protector(["negation"]).spans(text) == merge_spans(
+        m.span() for m in reference.finditer(text)
+    )
+
+
 # -- bounded work (issue 23) -------------------------------------------------------------
 
 
