@@ -39,18 +39,18 @@ class ChunkMemo:
     async def lookup(
         self, fingerprint: str, documents: Sequence[str], question: str | None, tenant: str = ""
     ) -> list[MemoEntry | None]:
-        raw = await self.store.get_many(self.keys(fingerprint, documents, question, tenant))
-        return [_decode(value) for value in raw]
+        return await self.get(self.keys(fingerprint, documents, question, tenant))
 
-    async def remember(
-        self,
-        fingerprint: str,
-        documents: Sequence[str],
-        question: str | None,
-        entries: Sequence[MemoEntry],
-        tenant: str = "",
-    ) -> None:
-        keys = self.keys(fingerprint, documents, question, tenant)
+    async def get(self, keys: Sequence[str]) -> list[MemoEntry | None]:
+        """The entries under `keys` (from `keys()`: a caller that also stores computes
+        them once; each hashes the whole document)."""
+        return [_decode(value) for value in await self.store.get_many(list(keys))]
+
+    async def remember(self, fingerprint: str, documents: Sequence[str], question: str | None,
+                       entries: Sequence[MemoEntry], tenant: str = "") -> None:  # fmt: skip
+        await self.put(self.keys(fingerprint, documents, question, tenant), entries)
+
+    async def put(self, keys: Sequence[str], entries: Sequence[MemoEntry]) -> None:
         items = {k: json.dumps(e.__dict__).encode() for k, e in zip(keys, entries, strict=True)}
         await self.store.set_many(items, self.ttl)
 

@@ -132,7 +132,9 @@ class CompressionEngine:
             raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
         timing: dict[str, float] = {}
-        entries = await self.lookup(documents, question, rate, tenant)
+        keys = self.memo.keys(self.fingerprint(rate), documents,
+                              self._scope(documents, question), tenant)  # fmt: skip
+        entries = await self.memo.get(keys)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = list(range(len(documents)))  # one shared budget: redo them together
@@ -142,10 +144,7 @@ class CompressionEngine:
                                       tenant)  # fmt: skip
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
-            scope = self._scope(documents, question)
-            await self.memo.remember(
-                self.fingerprint(rate), [documents[i] for i in missing], scope, fresh, tenant
-            )
+            await self.memo.put([keys[i] for i in missing], fresh)
         done = [e for e in entries if e is not None]
         return Outcome(
             texts=tuple(e.text for e in done),
