@@ -5,9 +5,12 @@
     ├── Unauthorized        401   unknown API key (when tenancy is configured)
     ├── NotFound            404   unknown model or route
     ├── MethodNotAllowed    405   e.g. GET on /v1/chat/completions
+    ├── RequestTimeout      408   the head or body came too slowly (the HTTP edge)
     ├── PayloadTooLarge     413   body above max_body_bytes
+    ├── HeadTooLarge        431   too many header fields or bytes (the HTTP edge)
     ├── Overloaded          429   admission refused (carries Retry-After)
     ├── ShuttingDown        503   a stream cut at the drain deadline
+    ├── TooManyConnections  503   the worker's client-connection cap (the HTTP edge)
     ├── LocalResourceError  503   ragtrim's own sockets/buffers ran out (EMFILE, ENOBUFS):
     │                               never counted against a backend
     └── UpstreamError             the backend side failed
@@ -86,6 +89,25 @@ class MethodNotAllowed(ProxyError):
 
 class PayloadTooLarge(ProxyError):
     status, type, code = 413, "invalid_request_error", "payload_too_large"
+
+
+class RequestTimeout(ProxyError):
+    """The head or the body did not arrive within http.head_timeout / body_timeout."""
+
+    status, type, code = 408, "invalid_request_error", "request_timeout"
+
+
+class HeadTooLarge(ProxyError):
+    """More header fields than http.max_headers, or a head above http.max_head_bytes."""
+
+    status, type, code = 431, "invalid_request_error", "request_header_fields_too_large"
+
+
+class TooManyConnections(ProxyError):
+    """The worker holds http.max_connections client connections already."""
+
+    status, type, code = 503, "server_error", "too_many_connections"
+    retry_after = 1
 
 
 class Overloaded(ProxyError):

@@ -32,14 +32,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from proxy.errors import ProxyError
-from proxy.http.refusals import (
-    HeadTooLarge,
-    RequestTimeout,
-    TooManyConnections,
-    malformed,
-    raw_response,
-)
+from proxy.errors import HeadTooLarge, ProxyError, RequestTimeout, TooManyConnections
+from proxy.http.refusals import malformed, raw_response
 from proxy.settings import HttpSettings
 
 

@@ -1,28 +1,11 @@
-"""The errors the HTTP edge answers itself, before or beside the app (issue 23). They
-are ProxyErrors, so they leave in the one envelope proxy/errors.py renders."""
+"""How the HTTP edge answers before or beside the app (issue 23): its errors are in the
+one tree of proxy/errors.py (RequestTimeout, HeadTooLarge, TooManyConnections); here is
+what it makes of the HTTP parser's refusals, and the raw response it writes when no
+ASGI cycle exists yet."""
 
 from __future__ import annotations
 
 from proxy.errors import InvalidRequest, ProxyError
-
-
-class RequestTimeout(ProxyError):
-    """The head or the body did not arrive within http.head_timeout / body_timeout."""
-
-    status, type, code = 408, "invalid_request_error", "request_timeout"
-
-
-class HeadTooLarge(ProxyError):
-    """More header fields than http.max_headers, or a head above http.max_head_bytes."""
-
-    status, type, code = 431, "invalid_request_error", "request_header_fields_too_large"
-
-
-class TooManyConnections(ProxyError):
-    """The worker holds http.max_connections client connections already."""
-
-    status, type, code = 503, "server_error", "too_many_connections"
-    retry_after = 1
 
 
 def malformed(message: str) -> InvalidRequest:

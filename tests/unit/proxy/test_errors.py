@@ -72,8 +72,7 @@ def test_unknown_route_is_404_envelope(stub, make_proxy):
 
 
 def test_retry_after_is_sent_by_the_errors_that_carry_one_and_no_other():
-    from proxy.errors import InvalidRequest, LocalResourceError, Overloaded
-    from proxy.http.refusals import TooManyConnections
+    from proxy.errors import InvalidRequest, LocalResourceError, Overloaded, TooManyConnections
 
     for error in (Overloaded("full"), LocalResourceError("EMFILE"), TooManyConnections("cap")):
         assert error.headers() == [(b"retry-after", b"1")]
