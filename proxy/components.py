@@ -30,6 +30,7 @@ from proxy.operations import Operations
 from proxy.pipeline import Pipeline, Stage
 from proxy.prompt.segment import Segmenter
 from proxy.ratelimit import RateLimiter
+from proxy.recalibration import Recalibration
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
 from proxy.response.path import ResponsePath
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
@@ -164,7 +165,15 @@ def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngi
         tenant,
         OptionsStage(),
         SegmentStage(segmenter, c.limits),
-        CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits),
+        CompressStage(
+            engine,
+            gate,
+            metrics,
+            rate,
+            settings.log_prompts,
+            c.limits,
+            Recalibration(engine, gate, c.recalibrate_s),
+        ),  # fmt: skip
         CanonicalizeStage(settings.canonical, metrics),
         *([quota] if quota else []),  # after compression: compression buys quota
         UsageStage(),

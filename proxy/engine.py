@@ -76,10 +76,10 @@ class CompressionEngine:
         except Exception:  # noqa: BLE001 - a broken compressor fails open per request
             self.state = "failed"
             raise
-        self.calibration = await self._calibrate()
+        self.calibration = await self.calibrate()
         self.state = "ready"
 
-    async def _calibrate(self) -> Outcome | None:
+    async def calibrate(self) -> Outcome | None:
         """One measured compression of the calibration workload (~450 tokens), loaded
         already (compressors/calibration.py says why); None when it fails."""
         docs, timing = list(calibration.DOCUMENTS), {}
@@ -97,6 +97,11 @@ class CompressionEngine:
     @property
     def name(self) -> str:
         return self.compressor.name
+
+    @property
+    def idle(self) -> bool:
+        """No compression queued or running."""
+        return self._running == 0
 
     def fingerprint(self, rate: float) -> str:
         return f"{self.compressor.fingerprint()}|rate={rate if rate == AUTO else f'{rate:.3f}'}"

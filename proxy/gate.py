@@ -64,6 +64,11 @@ class Decision:
     rate: float | None
     reason: str
 
+    @property
+    def for_cost(self) -> bool:
+        """Skipped because the job was priced too dear (what a stale price would cause)."""
+        return self.reason.startswith(("skip:not-worth-it", "skip:over-budget"))
+
 
 class RobustRate:
     """Median of the last `window` per-token costs (outliers cannot drag it)."""

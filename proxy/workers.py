@@ -26,6 +26,7 @@ import logging
 import multiprocessing
 import signal
 import socket
+import sys
 import time
 from typing import Any
 
@@ -72,6 +73,7 @@ def run_one(settings: Settings, sock: socket.socket | None = None) -> None:
     from proxy.app import create_app
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    sys.setswitchinterval(settings.compression.gil_switch_ms / 1000)  # this process only
     app = create_app(settings)
     options = uvicorn_options(settings, app)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, **options)

@@ -91,6 +91,21 @@ class CompressionSettings(BaseModel):
         description="torch intra-op threads for compression (0 = torch's default); "
         "1 leaves the other cores to the request path and a co-located vLLM.",
     )
+    recalibrate_s: float = Field(
+        30.0,
+        ge=0,
+        description="While the cost gate skips for cost and no compression has taught it "
+        "for this long, the start-up calibration runs again in a worker "
+        "(proxy/recalibration.py); 0 = never.",
+    )
+    gil_switch_ms: float = Field(
+        0.5,
+        gt=0,
+        description="The server process's GIL switch interval (sys.setswitchinterval), ms. "
+        "Compressions run in threads beside the event loop; CPython hands the GIL to a "
+        "waiting thread only every interval (5 ms by default), so each one delayed the "
+        "relays of every other request by up to that much.",
+    )
     tokenizer: str = Field(
         "",
         description="Tokenizer dir of the target model for token counts; empty = the "

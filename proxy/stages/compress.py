@@ -28,6 +28,7 @@ from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCras
 from proxy.gate import CostGate, RobustRate
 from proxy.metrics import Metrics
 from proxy.pipeline import describe_error
+from proxy.recalibration import Recalibration
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.segment import within_limits
 
@@ -45,6 +46,7 @@ class CompressStage:
     default_rate: float | None
     log_prompts: bool
     limits: CompressionLimitSettings
+    recalibration: Recalibration | None = None  # None: the start-up calibration only
     chars_per_token: RobustRate = field(default_factory=RobustRate, init=False)  # "ms" = chars
     _calibrated: bool = field(default=False, init=False)
     name = "compress"
@@ -100,6 +102,8 @@ class CompressStage:
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
+            if decision.for_cost and self.recalibration is not None:
+                self.recalibration.after_skip()
             return None
         try:
             asked = AUTO if rate == AUTO else decision.rate
@@ -113,6 +117,8 @@ class CompressStage:
             return None
         self._record(ctx, outcome)
         self.gate.observe_compression(outcome)
+        if outcome.misses and self.recalibration is not None:
+            self.recalibration.learned()
         self.chars_per_token.add(sum(len(t) for t in texts), outcome.tokens_before)
         return outcome
 
