@@ -68,7 +68,8 @@ def _kv_cache(p: Parts) -> Scorer:
         raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
     fallbacks = p.metrics.kv_fallbacks
     return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc(),
-                         p.kv.stakes)  # fmt: skip
+                         p.kv.stakes,
+                         thread_bytes=p.settings.kv_events.tokenize_thread_bytes)  # fmt: skip
 
 
 FILTERS: Mapping[str, Callable[[Parts], Filter]] = {

@@ -28,12 +28,20 @@ without token ids (no local tokenizer, a pass-through route; reason "no_tokens")
 the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
+The token ids are computed before ranking (`prepare`, awaited by Router.prepare):
+in a worker thread when the body has at least `thread_bytes` (kv_events.
+tokenize_thread_bytes), so a long conversation's template and BPE never hold the
+event loop (and with it every stream relaying and every subscriber); inline below,
+where the thread hop costs about what the tokenizing does. A request ranked without
+`prepare` (warm-up's replays) is tokenized inline, as before.
+
 Composes with `load` and the `bounded` picker like any scorer, named in
 routing.scorers (e.g. `kv_cache:1,load:0.3`; kv_events.enabled requires it).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from proxy.chat_tokens import RequestTokens
@@ -52,17 +60,35 @@ class KvCacheScorer:
 
     def __init__(self, index: KvIndex, tokens: RequestTokens,
                  on_fallback: Callable[[str], None] | None = None,
-                 stakes: Stakes | None = None):  # fmt: skip
-        self.index, self.tokens = index, tokens
+                 stakes: Stakes | None = None, *, thread_bytes: int):  # fmt: skip
+        """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
+        self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.stakes = stakes or Stakes()
         self.affinity = PrefixAffinity()
         self.on_fallback = on_fallback or (lambda reason: None)
 
+    async def prepare(self, ctx: RequestContext) -> None:
+        """ctx.token_ids before ranking; [] when there are none (fail-open: counted
+        as "no_tokens" when scored, and routed by affinity)."""
+        if ctx.route not in ("chat", "completions"):
+            return
+        try:
+            if len(ctx.raw) >= self.thread_bytes:
+                ids = await asyncio.to_thread(self._ids, ctx)
+            else:
+                ids = self._ids(ctx)
+        except Exception:  # noqa: BLE001 - routing never fails for want of token ids
+            ids = None
+        ctx.token_ids = ids or []
+
+    def _ids(self, ctx: RequestContext) -> list[int] | None:
+        return self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
+
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
         """Leading-block share per in-sync endpoint (None: no token ids); the others
         are left out."""
-        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
-        if ids is None:
+        ids = ctx.token_ids if ctx.token_ids is not None else self._ids(ctx)
+        if not ids:
             return None
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
