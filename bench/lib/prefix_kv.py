@@ -1,5 +1,5 @@
 """The `kv` mode of bench.prefix_routing (issue 20): replicas publishing KV-cache events,
-a ragtrim routing on them (routing.kv_events: kv_cache + load, bounded picker), and
+a ragtrim routing on them (routing.kv_events: kv_cache + load, the `cost` picker), and
 the figures only it has (event lag from its /metrics, index bytes per block).
 
 Each replica publishes on its own two loopback ports (PUB, replay ROUTER), so the
@@ -87,6 +87,7 @@ def kv_env(replicas: list[Replica]) -> dict[str, str]:
         "RAGTRIM_ROUTING__SCORERS": json.dumps(
             [{"name": "kv_cache", "weight": 1}, {"name": "load", "weight": 0.3}]
         ),
+        "RAGTRIM_ROUTING__PICKER": "cost",
         "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints),
     }
 

@@ -85,15 +85,17 @@ class KvCacheScorer:
         return self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
 
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
-        """Leading-block share per in-sync endpoint (None: no token ids); the others
-        are left out."""
-        ids = ctx.token_ids if ctx.token_ids is not None else self._ids(ctx)
+        """(leading-block share, the request's hashes, tokens held) per in-sync endpoint
+        (None: no token ids); the others are left out."""
+        if ctx.token_ids is None:
+            ctx.token_ids = self._ids(ctx) or []
+        ids = ctx.token_ids
         if not ids:
             return None
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
         by_size: dict[int, list[int]] = {}
-        out: dict[Endpoint, tuple[float, list[int]]] = {}
+        out: dict[Endpoint, tuple[float, list[int], int]] = {}
         with self.index.lock:  # the subscribers' threads apply batches whole
             for ep in endpoints:
                 state = self.index.backend(ep.url)
@@ -103,26 +105,33 @@ class KvCacheScorer:
                 hashes = by_size.get(size)
                 if hashes is None:
                     hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
-                out[ep] = (state.leading(hashes) / len(hashes), hashes)
+                leading = state.leading(hashes)
+                out[ep] = (leading / len(hashes), hashes, min(len(ids), leading * size))
         return out
+
+    def _stake(self, ctx: RequestContext, shares: dict | None) -> None:
+        """What the picker reads: shares, tokens held, candidates with room."""
+        held = {ep: share for ep, (share, _, _) in (shares or {}).items()}
+        if not held or max(held.values()) <= 0:
+            self.stakes.put(ctx, None)
+            return
+        roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
+        tokens = {ep: n for ep, (_, _, n) in shares.items()}
+        self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy),
+                                  tokens, len(ctx.token_ids or ())))  # fmt: skip
 
     def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
-        held = {ep: share for ep, (share, _) in (shares or {}).items()}
-        if held and max(held.values()) > 0:
-            roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
-            self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy)))
-        else:
-            self.stakes.put(ctx, None)
+        self._stake(ctx, shares)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)
-        if shares and max(share for share, _ in shares.values()) == 0:
+        if shares and max(share for share, _, _ in shares.values()) == 0:
             self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
             return self.affinity.score(ctx, endpoints)
         scores = {ep: (1 - TIE_WEIGHT) * share
                   + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
-                  for ep, (share, hashes) in shares.items()}  # fmt: skip
+                  for ep, (share, hashes, _) in shares.items()}  # fmt: skip
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:
