@@ -10,7 +10,8 @@ tokens) per mode say what each replica reused.
 `reset(client, base)`: POST /reset_prefix_cache (a development endpoint:
 VLLM_SERVER_DEV_MODE=1, set by prefix_kv.kv_replicas), so each mode of a regime starts
 from empty caches rather than the previous mode's leftovers; vLLM publishes
-AllBlocksCleared, and the kv index forgets the replica's blocks.
+AllBlocksCleared with its next engine step (one_application sends each replica one
+unrelated request), and the kv index forgets the replica's blocks.
 """
 
 from __future__ import annotations

@@ -187,7 +187,12 @@ def one_mode(client, url: str, backends: list[str], mode_no: int, args, rep: int
     """One mode from empty caches; its summary and each replica's prefix-cache counters."""
     for base in backends:
         kv_limit.reset(client, base)
-    time.sleep(1.0)  # AllBlocksCleared reaches the kv index
+        # vLLM publishes the AllBlocksCleared of a reset with its next engine step: one
+        # unrelated request per replica, or an idle one would keep its old blocks (and
+        # its last eviction) in the kv index
+        one_request(client, base, {"model": SERVED, "max_tokens": 1, "stream": True,
+                                   "messages": [{"role": "user", "content": "reset"}]})  # fmt: skip
+    time.sleep(1.0)  # the events reach the kv index
     before = {b: kv_limit.counters(client, b) for b in backends}
     summary = summarize(run_mode(client, url, mode_no, args, rep), backends)
     summary["vllm_prefix_cache"] = {
