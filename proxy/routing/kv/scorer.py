@@ -17,7 +17,9 @@ held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
 before the first one's events arrive) gets the rendezvous affinity scores instead
 (counted, reason "cold"), so copies of a new prefix land together as with affinity.
 With kv_events the bounded-load floor scales with what a spill would lose
-(proxy/routing/kv/picker.py): the scorer leaves each request's shares in `stakes`.
+(proxy/routing/kv/picker.py), and the `cost` picker (proxy/routing/kv/cost.py) weighs
+the tokens each replica holds against its queue: the scorer leaves each request's
+shares and held tokens in `stakes`.
 A prefix held by one replica only (one application's system prompt) would otherwise
 draw every new conversation there; spilled once, its blocks are stored on the other
 replica too, the index sees them, and the floor for requests that share only it drops.
