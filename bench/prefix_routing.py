@@ -26,6 +26,7 @@ the same replicas.
 
     .venv/bin/python -m bench.prefix_routing [--prompts 64] [--questions 6]
         [--concurrency 4] [--repeats 3] [--pressure 0.65 | 0] [--kv-blocks N]
+        [--regime all | one_application]  (alone: written under .run/bench, not results)
 """
 
 from __future__ import annotations
@@ -262,11 +263,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--turns", type=int, default=6, help="one-application: turns per conversation")
     add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
     add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
+    add("--turn-sentences", type=int, default=10,
+        help="one-application: sentences in each user note and each answer")  # fmt: skip
+    add("--regime", choices=("all", "one_application"), default="all",
+        help="one_application: that regime alone, written under .run/bench")  # fmt: skip
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.regime == "one_application":
+        return one_application.alone(args, TARGETS)
     started = time.monotonic()
     result = run_regime(args, args.kv_blocks, interleaved=True)
     if args.pressure > 0:

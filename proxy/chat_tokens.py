@@ -58,6 +58,10 @@ class ChatTokenizer:
         self.specials = tuple(sorted(set(self.tok.all_special_tokens) | added))
         self.cache: OrderedDict[str, list[int]] = OrderedDict()
         self.cache_entries = cache_entries
+        # The kv_cache scorer tokenizes in worker threads: a fast tokenizer's encode
+        # mutably borrows its Rust state ("Already borrowed" when two threads encode),
+        # and the prefix cache's LRU moves are not atomic.
+        self.lock = threading.Lock()
 
     def render(self, messages: list[dict[str, Any]], body: dict[str, Any], gen: bool) -> str:
         kwargs = dict(body.get("chat_template_kwargs") or {})
@@ -68,6 +72,10 @@ class ChatTokenizer:
         return self.tok.encode(text, add_special_tokens=special)
 
     def chat(self, body: dict[str, Any]) -> list[int]:
+        with self.lock:
+            return self._chat(body)
+
+    def _chat(self, body: dict[str, Any]) -> list[int]:
         messages = vllm_messages(body.get("messages") or [])
         gen = bool(body.get("add_generation_prompt", True))
         text = self.render(messages, body, gen)
@@ -144,7 +152,8 @@ class RequestTokens:
             if route == "chat":
                 ids = tok.chat(body)
             elif route == "completions" and isinstance(body.get("prompt"), str):
-                ids = tok.encode(body["prompt"], special=True)
+                with tok.lock:
+                    ids = tok.encode(body["prompt"], special=True)
             else:
                 return None
         except Exception:  # noqa: BLE001 - a template that refuses these messages: no ids

@@ -8,6 +8,7 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     segmentation      segment stage            compress, canonicalize
     prefix_key        canonicalize stage       router (affinity), feedback (registry)
     replay            canonicalize stage       feedback (warm-up replay body)
+    token_ids         router.prepare           kv_cache scorer (ids vLLM will see; [] = none)
     usage_added       usage stage              usage hook (strip the usage chunk again)
     response_headers  every stage              headers hook (x-ragtrim-* on the reply)
 
@@ -36,6 +37,7 @@ class RequestContext:
     segmentation: Segmentation | None = None
     prefix_key: str | None = None
     replay: dict[str, Any] | None = None
+    token_ids: list[int] | None = None  # None: not prepared (the scorer tokenizes inline)
     usage_added: bool = False
     response_headers: dict[str, str] = field(default_factory=dict)
     prompt: Prompt = field(init=False)

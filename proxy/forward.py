@@ -97,6 +97,7 @@ class Forwarder:
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply, path: str) -> None:  # fmt: skip
+        await self.router.prepare(ctx)  # the kv_cache scorer's token ids, off the loop
         ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
         if ctx.route == "other":
             path = _with_query(path, scope.get("query_string") or b"")

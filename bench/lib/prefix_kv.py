@@ -1,5 +1,5 @@
 """The `kv` mode of bench.prefix_routing (issue 20): replicas publishing KV-cache events,
-a ragtrim routing on them (routing.kv_events: kv_cache + load, bounded picker), and
+a ragtrim routing on them (routing.kv_events: kv_cache + load, the `cost` picker), and
 the figures only it has (event lag from its /metrics, index bytes per block).
 
 Each replica publishes on its own two loopback ports (PUB, replay ROUTER), so the
@@ -21,6 +21,7 @@ from unittest import mock
 import httpx
 
 from bench.lib.common import ROOT, free_port
+from bench.lib.kv_limit import DEV_ENV
 from bench.lib.vllm_pair import MODEL_DIR, SERVED, bind_env, cache_args
 from deploy.local import vllm_server
 from proxy.routing.kv.events import BlockStored
@@ -52,14 +53,15 @@ class Replica:
 def kv_replicas(
     n: int, kv_blocks: int | None, bind: bool = True, timeout: float = 400
 ) -> Iterator[list[Replica]]:
-    """bench.lib.vllm_pair.replicas with KV events on; always stopped by PID."""
+    """bench.lib.vllm_pair.replicas with KV events on (and vLLM's development endpoints,
+    for /reset_prefix_cache between modes); always stopped by PID."""
     out: list[Replica] = []
     try:
         for i in range(n):
             port, pub, replay = free_port(), free_port(), free_port()
             log = ROOT / ".run" / "bench" / f"vllm-{port}.log"
             args = [*cache_args(kv_blocks), *vllm_server.kv_events_args(pub, replay)]
-            with mock.patch.dict(os.environ, bind_env(i, bind)):
+            with mock.patch.dict(os.environ, {**bind_env(i, bind), **DEV_ENV}):
                 server = vllm_server.start(
                     MODEL_DIR,
                     port=port,
@@ -87,6 +89,7 @@ def kv_env(replicas: list[Replica]) -> dict[str, str]:
         "RAGTRIM_ROUTING__SCORERS": json.dumps(
             [{"name": "kv_cache", "weight": 1}, {"name": "load", "weight": 0.3}]
         ),
+        "RAGTRIM_ROUTING__PICKER": "cost",
         "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints),
     }
 

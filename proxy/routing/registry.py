@@ -23,6 +23,7 @@ from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.filters import HasRoom, Healthy, ServesModel
+from proxy.routing.kv.cost import KvCostPicker
 from proxy.routing.kv.picker import KvBoundedLoad
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.service import KvRouting
@@ -63,12 +64,24 @@ def _bounded(p: Parts) -> Picker:
                        on_spill=count)  # fmt: skip
 
 
+def _cost(p: Parts) -> Picker:
+    if p.kv is None:
+        raise ValueError("routing: picker 'cost' needs routing.kv_events.enabled")
+    spills = p.metrics.route_spills
+    count = lambda ep: spills.labels(ep.url).inc()  # noqa: E731
+    fallback = BoundedLoad(epsilon=p.settings.epsilon,
+                           min_in_flight=p.settings.bounded_min_in_flight)  # fmt: skip
+    return KvCostPicker(p.kv.stakes, queue_tokens=p.settings.kv_events.queue_tokens,
+                        fallback=fallback, on_spill=count)  # fmt: skip
+
+
 def _kv_cache(p: Parts) -> Scorer:
     if p.kv is None:
         raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
     fallbacks = p.metrics.kv_fallbacks
     return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc(),
-                         p.kv.stakes)  # fmt: skip
+                         p.kv.stakes,
+                         thread_bytes=p.settings.kv_events.tokenize_thread_bytes)  # fmt: skip
 
 
 FILTERS: Mapping[str, Callable[[Parts], Filter]] = {
@@ -84,6 +97,7 @@ SCORERS: Mapping[str, Callable[[Parts], Scorer]] = {
 }
 PICKERS: Mapping[str, Callable[[Parts], Picker]] = {
     "bounded": _bounded,
+    "cost": _cost,
     "highest": lambda p: HighestScore(),
 }
 

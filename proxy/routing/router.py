@@ -75,3 +75,12 @@ class Router:
             for ep, value in weighted.scorer.score(ctx, candidates).items():
                 totals[ep] += weighted.weight * min(1.0, max(0.0, value))
         return self.picker.order(ctx, totals, candidates)
+
+    async def prepare(self, ctx: RequestContext) -> None:
+        """What a scorer must compute before ranking and may not on the event loop
+        (the kv_cache scorer's token ids: a worker thread for a large body). `rank`
+        stays synchronous: warm-up and failover rank without awaiting."""
+        for weighted in self.scorers:
+            prepare = getattr(weighted.scorer, "prepare", None)
+            if prepare is not None:
+                await prepare(ctx)

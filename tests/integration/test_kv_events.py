@@ -149,7 +149,7 @@ async def test_another_tenants_identical_prompt_scores_zero(replica):
         )
         await chat(replica, msgs, salt="tenant-a")
         await until(lambda: held(index, replica, tokens, msgs, "tenant-a")[0] >= 5)
-        scorer, ep = KvCacheScorer(index, tokens), pool.endpoints[0]
+        scorer, ep = KvCacheScorer(index, tokens, thread_bytes=0), pool.endpoints[0]
         for salt, want in (("tenant-a", 1.0), ("tenant-b", 0.0), (None, 0.0)):
             body = {
                 "model": "tiny-llama",

@@ -130,6 +130,7 @@ class KvIndex:
             elif isinstance(event, AllBlocksCleared):
                 state.by_vllm.clear()
                 state.held.clear()
+                state.evicted_at = None  # an empty cache has room again
         state.last_event = self.clock()
 
     def _stored(self, state: BackendBlocks, event: BlockStored) -> None:

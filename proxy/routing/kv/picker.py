@@ -31,7 +31,7 @@ rendezvous affinity) gets `held`, rendezvous' floor, as it gets its scores.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
@@ -45,10 +45,13 @@ ROOM_WINDOW_S = 60.0
 
 @dataclass(frozen=True)
 class Held:
-    """One request's leading-block share per in-sync candidate, and those with room."""
+    """One request's leading-block share per in-sync candidate, those with room, the
+    tokens each holds of it (leading blocks × block size) and its length in tokens."""
 
     shares: dict[Endpoint, float]
     roomy: frozenset[Endpoint] = frozenset()
+    tokens: dict[Endpoint, int] = field(default_factory=dict)
+    total: int = 0
 
 
 class Stakes:

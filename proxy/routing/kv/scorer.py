@@ -17,7 +17,9 @@ held nowhere (a new prefix; its concurrent copies cannot see each other's blocks
 before the first one's events arrive) gets the rendezvous affinity scores instead
 (counted, reason "cold"), so copies of a new prefix land together as with affinity.
 With kv_events the bounded-load floor scales with what a spill would lose
-(proxy/routing/kv/picker.py): the scorer leaves each request's shares in `stakes`.
+(proxy/routing/kv/picker.py), and the `cost` picker (proxy/routing/kv/cost.py) weighs
+the tokens each replica holds against its queue: the scorer leaves each request's
+shares and held tokens in `stakes`.
 A prefix held by one replica only (one application's system prompt) would otherwise
 draw every new conversation there; spilled once, its blocks are stored on the other
 replica too, the index sees them, and the floor for requests that share only it drops.
@@ -28,12 +30,20 @@ without token ids (no local tokenizer, a pass-through route; reason "no_tokens")
 the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
+The token ids are computed before ranking (`prepare`, awaited by Router.prepare):
+in a worker thread when the body has at least `thread_bytes` (kv_events.
+tokenize_thread_bytes), so a long conversation's template and BPE never hold the
+event loop (and with it every stream relaying and every subscriber); inline below,
+where the thread hop costs about what the tokenizing does. A request ranked without
+`prepare` (warm-up's replays) is tokenized inline, as before.
+
 Composes with `load` and the `bounded` picker like any scorer, named in
 routing.scorers (e.g. `kv_cache:1,load:0.3`; kv_events.enabled requires it).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from proxy.chat_tokens import RequestTokens
@@ -52,22 +62,42 @@ class KvCacheScorer:
 
     def __init__(self, index: KvIndex, tokens: RequestTokens,
                  on_fallback: Callable[[str], None] | None = None,
-                 stakes: Stakes | None = None):  # fmt: skip
-        self.index, self.tokens = index, tokens
+                 stakes: Stakes | None = None, *, thread_bytes: int):  # fmt: skip
+        """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
+        self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.stakes = stakes or Stakes()
         self.affinity = PrefixAffinity()
         self.on_fallback = on_fallback or (lambda reason: None)
 
+    async def prepare(self, ctx: RequestContext) -> None:
+        """ctx.token_ids before ranking; [] when there are none (fail-open: counted
+        as "no_tokens" when scored, and routed by affinity)."""
+        if ctx.route not in ("chat", "completions"):
+            return
+        try:
+            if len(ctx.raw) >= self.thread_bytes:
+                ids = await asyncio.to_thread(self._ids, ctx)
+            else:
+                ids = self._ids(ctx)
+        except Exception:  # noqa: BLE001 - routing never fails for want of token ids
+            ids = None
+        ctx.token_ids = ids or []
+
+    def _ids(self, ctx: RequestContext) -> list[int] | None:
+        return self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
+
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
-        """Leading-block share per in-sync endpoint (None: no token ids); the others
-        are left out."""
-        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
-        if ids is None:
+        """(leading-block share, the request's hashes, tokens held) per in-sync endpoint
+        (None: no token ids); the others are left out."""
+        if ctx.token_ids is None:
+            ctx.token_ids = self._ids(ctx) or []
+        ids = ctx.token_ids
+        if not ids:
             return None
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
         by_size: dict[int, list[int]] = {}
-        out: dict[Endpoint, tuple[float, list[int]]] = {}
+        out: dict[Endpoint, tuple[float, list[int], int]] = {}
         with self.index.lock:  # the subscribers' threads apply batches whole
             for ep in endpoints:
                 state = self.index.backend(ep.url)
@@ -77,26 +107,33 @@ class KvCacheScorer:
                 hashes = by_size.get(size)
                 if hashes is None:
                     hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
-                out[ep] = (state.leading(hashes) / len(hashes), hashes)
+                leading = state.leading(hashes)
+                out[ep] = (leading / len(hashes), hashes, min(len(ids), leading * size))
         return out
+
+    def _stake(self, ctx: RequestContext, shares: dict | None) -> None:
+        """What the picker reads: shares, tokens held, candidates with room."""
+        held = {ep: share for ep, (share, _, _) in (shares or {}).items()}
+        if not held or max(held.values()) <= 0:
+            self.stakes.put(ctx, None)
+            return
+        roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
+        tokens = {ep: n for ep, (_, _, n) in shares.items()}
+        self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy),
+                                  tokens, len(ctx.token_ids or ())))  # fmt: skip
 
     def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
-        held = {ep: share for ep, (share, _) in (shares or {}).items()}
-        if held and max(held.values()) > 0:
-            roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
-            self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy)))
-        else:
-            self.stakes.put(ctx, None)
+        self._stake(ctx, shares)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)
-        if shares and max(share for share, _ in shares.values()) == 0:
+        if shares and max(share for share, _, _ in shares.values()) == 0:
             self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
             return self.affinity.score(ctx, endpoints)
         scores = {ep: (1 - TIE_WEIGHT) * share
                   + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
-                  for ep, (share, hashes) in shares.items()}  # fmt: skip
+                  for ep, (share, hashes, _) in shares.items()}  # fmt: skip
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:

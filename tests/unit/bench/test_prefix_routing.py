@@ -4,6 +4,7 @@ targets, and the summary line that ends in the headline ratio."""
 from __future__ import annotations
 
 from bench import prefix_routing as pr
+from bench.lib import kv_limit
 from bench.lib import one_application as oa
 from bench.lib import prefix_workload as wl
 from bench.lib.prefix_kv import KV_TARGETS, kv_regime, quantile
@@ -103,6 +104,21 @@ def test_one_application_turns_extend_the_last_and_hits_are_block_aligned():
     s = oa.summarize(recs, [A, B])
     assert s["hit_ratio_block_aligned"] == 1.0  # floor(300 / 128) * 128 = 256
     assert s["max_mean_load"] == 2.0 and s["requests_per_backend"] == {A: 2, B: 0}
+    assert s["hit_ratio_by_turn"] == {2: 1.0}
+    assert oa.conversation(0, 3, 2, 2, n=10) != oa.conversation(0, 3, 2, 2, n=4)
+
+
+def test_the_kv_limit_is_read_from_vllms_log_and_metrics(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO Overriding num_gpu_blocks=2048 with num_gpu_blocks_override=308\n"
+                   "INFO CPU KV cache size: 39,424 tokens, Maximum concurrency ...\n")  # fmt: skip
+    assert kv_limit.from_log(log) == {"profiled_blocks": 2048, "override_blocks": 308,
+                                      "kv_cache_tokens": 39424}  # fmt: skip
+    assert kv_limit.from_log(tmp_path / "absent.log")["override_blocks"] is None
+    after = {kv_limit.COUNTERS[0]: 300.0, kv_limit.COUNTERS[1]: 150.0}
+    before = {kv_limit.COUNTERS[0]: 100.0, kv_limit.COUNTERS[1]: 50.0}
+    assert kv_limit.delta(after, before) == {"queried_tokens": 200.0, "hit_tokens": 100.0,
+                                             "hit_ratio": 0.5}  # fmt: skip
 
 
 def test_histogram_quantile_interpolates_as_prometheus():

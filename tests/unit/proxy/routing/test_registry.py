@@ -91,7 +91,7 @@ def test_unknown_names_fail_at_build_listing_the_known_ones(field, value, kind):
 
 
 def test_pickers_by_name():
-    assert set(PICKERS) == {"bounded", "highest"}
+    assert set(PICKERS) == {"bounded", "cost", "highest"}
     with pytest.raises(ValueError):
         RoutingSettings(picker="random")
 

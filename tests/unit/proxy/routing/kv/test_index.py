@@ -125,3 +125,12 @@ def test_block_hash_is_stable_across_processes():
 def test_cap_must_be_positive():
     with pytest.raises(ValueError):
         KvIndex(max_blocks=0)
+
+
+def test_a_cleared_cache_has_room_again():
+    index = KvIndex(clock=lambda: 100.0)
+    index.reset(URL).synced = True
+    index.apply(URL, [BlockRemoved(["gone"], "GPU")])
+    assert index.roomy([URL], 60.0) == set()
+    index.apply(URL, [AllBlocksCleared()])
+    assert index.roomy([URL], 60.0) == {URL}

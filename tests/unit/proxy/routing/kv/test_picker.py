@@ -47,7 +47,9 @@ def index_holding(a: Endpoint, b: Endpoint, on_a: int, on_b: int, evicting: bool
 
 def route(a: Endpoint, b: Endpoint, on_a: int, on_b: int, evicting: bool = True) -> Endpoint:
     stakes = Stakes()
-    scorer = KvCacheScorer(index_holding(a, b, on_a, on_b, evicting), Ids(), stakes=stakes)
+    scorer = KvCacheScorer(
+        index_holding(a, b, on_a, on_b, evicting), Ids(), stakes=stakes, thread_bytes=0
+    )
     router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)],
                     KvBoundedLoad(stakes, epsilon=0.25, held=8, free=3))  # fmt: skip
     return router.rank(ctx(), [a, b])[0]

@@ -50,14 +50,14 @@ def index_with(url: str, blocks: int, salt: str | None = None) -> KvIndex:
 def test_share_of_leading_blocks():
     index = index_with(A.url, 6)
     index.reset(B.url).synced = True
-    scores = KvCacheScorer(index, Ids(IDS)).score(ctx(), [A, B])
+    scores = KvCacheScorer(index, Ids(IDS), thread_bytes=0).score(ctx(), [A, B])
     assert scores[A] == pytest.approx(0.6, abs=TIE_WEIGHT)
     assert scores[B] == pytest.approx(0.0, abs=TIE_WEIGHT)
 
 
 def test_another_tenants_identical_prompt_scores_zero():
     index = index_with(A.url, 10, salt="tenant-a")
-    scorer = KvCacheScorer(index, Ids(IDS))
+    scorer = KvCacheScorer(index, Ids(IDS), thread_bytes=0)
     assert scorer.shares(ctx("tenant-a"), [A])[A][0] == 1.0
     assert scorer.shares(ctx("tenant-b"), [A])[A][0] == 0.0
     assert scorer.shares(ctx(), [A])[A][0] == 0.0
@@ -67,7 +67,9 @@ def test_a_prefix_held_nowhere_gets_rendezvous_affinity():
     index = index_with(A.url, 10, salt="tenant-a")
     index.reset(B.url).synced = True
     seen: list[str] = []
-    scores = KvCacheScorer(index, Ids(IDS), seen.append).score(ctx("tenant-b"), [A, B])
+    scores = KvCacheScorer(index, Ids(IDS), seen.append, thread_bytes=0).score(
+        ctx("tenant-b"), [A, B]
+    )
     assert scores == PrefixAffinity().score(ctx("tenant-b"), [A, B]) and seen == ["cold"]
 
 
@@ -75,14 +77,14 @@ def test_stale_backend_falls_back_to_affinity_and_counts():
     index = index_with(A.url, 10)
     index.backend(A.url).synced = False
     seen: list[str] = []
-    scores = KvCacheScorer(index, Ids(IDS), seen.append).score(ctx(), [A, B])
+    scores = KvCacheScorer(index, Ids(IDS), seen.append, thread_bytes=0).score(ctx(), [A, B])
     assert scores == PrefixAffinity().score(ctx(), [A, B])
     assert seen == ["stale", "stale"]
 
 
 def test_no_token_ids_falls_back():
     seen: list[str] = []
-    scores = KvCacheScorer(KvIndex(), Ids(None), seen.append).score(ctx(), [A, B])
+    scores = KvCacheScorer(KvIndex(), Ids(None), seen.append, thread_bytes=0).score(ctx(), [A, B])
     assert scores == PrefixAffinity().score(ctx(), [A, B]) and seen == ["no_tokens"]
 
 
@@ -95,7 +97,7 @@ def test_ties_spread_over_backends():
         index.apply(ep.url, [BlockStored(["s"], None, [7] * 4, 4, "GPU")])
     firsts = set()
     for n in range(40):
-        scores = KvCacheScorer(index, Ids([7] * 4 + [n] * 4)).score(ctx(), urls)
+        scores = KvCacheScorer(index, Ids([7] * 4 + [n] * 4), thread_bytes=0).score(ctx(), urls)
         assert all(v == pytest.approx(0.5, abs=TIE_WEIGHT) for v in scores.values())
         firsts.add(max(urls, key=lambda ep: scores[ep]).url)
     assert len(firsts) == 4
