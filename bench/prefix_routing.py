@@ -259,14 +259,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="cache pressure: each replica's KV cache holds this share of a prompt set's "
         "blocks (fresh replicas, modes one after the other); 0 = skip")  # fmt: skip
     add("--no-bind", action="store_true", help="leave vLLM's OpenMP core binding at 'auto'")
-    add("--conversations", type=int, default=24, help="one-application regime; 0 = skip")
-    add("--turns", type=int, default=6, help="one-application: turns per conversation")
-    add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
-    add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
-    add("--turn-sentences", type=int, default=10,
-        help="one-application: sentences in each user note and each answer")  # fmt: skip
-    add("--regime", choices=("all", "one_application"), default="all",
-        help="one_application: that regime alone, written under .run/bench")  # fmt: skip
+    one_application.add_arguments(add)
     return parser.parse_args(argv)
 
 

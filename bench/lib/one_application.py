@@ -253,3 +253,15 @@ def alone(args, targets: dict) -> dict:
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(json.dumps(result["targets"]), path)
     return result
+
+
+def add_arguments(add) -> None:
+    """This regime's flags, on bench.prefix_routing's parser (`add`: its add_argument)."""
+    add("--conversations", type=int, default=24, help="one-application regime; 0 = skip")
+    add("--turns", type=int, default=6, help="one-application: turns per conversation")
+    add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
+    add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
+    add("--turn-sentences", type=int, default=10,
+        help="one-application: sentences in each user note and each answer")  # fmt: skip
+    add("--regime", choices=("all", "one_application"), default="all",
+        help="one_application: that regime alone, written under .run/bench")  # fmt: skip
