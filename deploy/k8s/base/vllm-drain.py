@@ -9,7 +9,8 @@ proxy's in-flight requests, so vLLM's hook waits, in order:
      got its SIGTERM and accepts nothing new;
   3. until vLLM's /metrics shows no running and no waiting request for `--settle`
      seconds in a row (longer than ragtrim's compression timeout, so a request ragtrim
-     accepted just before closing has reached vLLM by then).
+     accepted just before closing has reached vLLM by then); a /metrics that does not
+     answer in time counts as busy, only a refused connection as vLLM gone.
 terminationGracePeriodSeconds bounds the whole wait. Standard library only: it runs
 with the vLLM image's python3.
 """
@@ -35,6 +36,13 @@ def busy(metrics_url: str) -> float:
         if name in GAUGES:
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+def gone(exc: OSError) -> bool:
+    """Nothing listens on vLLM's port any more: it has exited. A timeout or a reset is a
+    busy vLLM still serving (under load its /metrics can take seconds to answer), and
+    returning then would let the kubelet stop it mid-stream."""
+    return isinstance(getattr(exc, "reason", exc), ConnectionRefusedError)
 
 
 def is_open(host: str, port: int) -> bool:
@@ -63,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if busy(args.metrics) > 0:
                 idle_since = time.monotonic()
-        except OSError:
-            return 0  # vLLM is not answering: nothing left to protect
+        except OSError as exc:
+            if gone(exc):
+                return 0  # vLLM has exited: nothing left to protect
+            idle_since = time.monotonic()  # too slow to answer: busy
         time.sleep(args.poll)
     return 0
 
