@@ -10,6 +10,7 @@ cache_salt; API keys are compared in constant time; no prompt text reaches the l
 import json
 import logging
 import threading
+import time
 import uuid
 
 import httpx
@@ -58,12 +59,24 @@ def test_memo_prefix_registry_and_replay_are_per_tenant(stub, make_proxy):
     tags = {k.split(":")[1] for k in memo}
     assert len(memo) == 6 and len(tags) == 2  # 3 documents × 2 tenants, one tag each
 
-    replays = {k: json.loads(v) for k, (v, _) in store._data.items() if "replay:" in k}
+    replays, registry = recorded(store, replays=2)  # written after the answer (feedback.py)
     salts = {r["cache_salt"] for r in replays.values()}
     assert len(replays) == 2
     assert salts == {tenant_salt("acme", SECRET), tenant_salt("globex", SECRET)}
-    registry = [k for k in store._hashes if k.startswith("prefix:")]
     assert len(registry) == 2  # one per tenant, though the prompt is the same
+
+
+def recorded(store: MemoryStore, replays: int, limit: float = 5.0) -> tuple[dict, list]:
+    """The replay bodies and prefix hashes in `store` once `replays` of them are there:
+    the registry is written in a task after the answer is relayed, so a read straight
+    after the response can come first (a CI run saw 1 replay of 2)."""
+    deadline = time.monotonic() + limit
+    while True:
+        bodies = {k: json.loads(v) for k, (v, _) in list(store._data.items()) if "replay:" in k}
+        hashes = [k for k in list(store._hashes) if k.startswith("prefix:")]
+        if len(bodies) >= replays or time.monotonic() > deadline:
+            return bodies, hashes
+        time.sleep(0.01)
 
 
 def test_a_client_cannot_choose_another_tenants_salt(stub, make_proxy):
