@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
+from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import HasRoom, Healthy, ServesModel
 from proxy.routing.kv.cost import KvCostPicker
 from proxy.routing.kv.picker import KvBoundedLoad
@@ -53,26 +54,30 @@ def _room(p: Parts) -> Filter:
                    on_full=lambda: overloaded.labels("backend").inc())  # fmt: skip
 
 
-def _bounded(p: Parts) -> Picker:
+def _count_spill(p: Parts) -> Callable[[Endpoint], None]:
     spills = p.metrics.route_spills
-    count = lambda ep: spills.labels(ep.url).inc()  # noqa: E731
+    return lambda ep: spills.labels(ep.url).inc()
+
+
+def _plain_bounded(p: Parts, on_spill: Callable[[Endpoint], None] | None = None) -> BoundedLoad:
+    return BoundedLoad(epsilon=p.settings.epsilon, min_in_flight=p.settings.bounded_min_in_flight,
+                       on_spill=on_spill)  # fmt: skip
+
+
+def _bounded(p: Parts) -> Picker:
     if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
         return KvBoundedLoad(p.kv.stakes, epsilon=p.settings.epsilon,
                              held=p.settings.bounded_min_in_flight,
-                             free=p.settings.kv_events.spill_floor, on_spill=count)  # fmt: skip
-    return BoundedLoad(epsilon=p.settings.epsilon, min_in_flight=p.settings.bounded_min_in_flight,
-                       on_spill=count)  # fmt: skip
+                             free=p.settings.kv_events.spill_floor,
+                             on_spill=_count_spill(p))  # fmt: skip
+    return _plain_bounded(p, _count_spill(p))
 
 
 def _cost(p: Parts) -> Picker:
     if p.kv is None:
         raise ValueError("routing: picker 'cost' needs routing.kv_events.enabled")
-    spills = p.metrics.route_spills
-    count = lambda ep: spills.labels(ep.url).inc()  # noqa: E731
-    fallback = BoundedLoad(epsilon=p.settings.epsilon,
-                           min_in_flight=p.settings.bounded_min_in_flight)  # fmt: skip
     return KvCostPicker(p.kv.stakes, queue_tokens=p.settings.kv_events.queue_tokens,
-                        fallback=fallback, on_spill=count)  # fmt: skip
+                        fallback=_plain_bounded(p), on_spill=_count_spill(p))  # fmt: skip
 
 
 def _kv_cache(p: Parts) -> Scorer:
