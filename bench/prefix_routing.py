@@ -51,6 +51,7 @@ from bench.lib.prefix_kv import (
     kv_regime,
     kv_replicas,
     kv_top_level,
+    lag_probe,
 )
 from bench.lib.prefix_workload import (
     HIT_RATIO_DEFINITION,
@@ -193,9 +194,10 @@ def workload(args, run: dict, kv_blocks: int | None) -> dict:
 
 def run_regime(args, kv_blocks: int | None, interleaved: bool) -> dict:
     """Fresh replicas (empty caches), both modes, every repeat; medians over repeats."""
-    with kv_replicas(2, kv_blocks, bind=not args.no_bind) as reps:
+    with kv_replicas(2, kv_blocks, bind=not args.no_bind) as reps, lag_probe(reps) as bare:
         backends = [r.base_url for r in reps]
         run = measure(backends, args, interleaved, {"kv": kv_env(reps)})
+    run["kv_proxy"]["bare_subscriber"] = bare
     repeats = [summarize_repeat(rep, backends, i) for i, rep in enumerate(run["repeats"])]
     result = {m: median_summary([r[m] for r in repeats]) for m in MODES}
     for mode in MODES:

@@ -44,7 +44,7 @@ import httpx
 
 from bench.lib import kv_limit
 from bench.lib.common import ROOT, free_port, percentile, spawn_ragtrim, stop
-from bench.lib.prefix_kv import kv_env, kv_proxy_figures, kv_replicas, kv_top_level
+from bench.lib.prefix_kv import kv_env, kv_proxy_figures, kv_replicas, kv_top_level, lag_probe
 from bench.lib.prefix_workload import OBJECTS, SUBJECTS, VERBS, judge, system_prompt
 from bench.lib.vllm_pair import BLOCK, MODEL_DIR, SERVED, one_request
 from proxy.chat_tokens import ChatTokenizer
@@ -169,6 +169,7 @@ def run(args, bind: bool = True) -> dict:
     with (
         httpx.Client(timeout=300) as client,
         kv_replicas(2, kv_blocks, bind=bind) as reps,
+        lag_probe(reps) as bare,
         proxies(reps) as urls,
     ):
         backends = [r.base_url for r in reps]
@@ -179,7 +180,7 @@ def run(args, bind: bool = True) -> dict:
             order = MODES[rep % 3 :] + MODES[: rep % 3]
             runs.append({m: one_mode(client, urls[m], backends, MODES.index(m) + 3 * rep,
                                      args, rep) for m in order})  # fmt: skip
-        kv_figures = kv_proxy_figures(urls["kv"])
+        kv_figures = {**kv_proxy_figures(urls["kv"]), "bare_subscriber": bare}  # filled on exit
     return figures(runs, kv_blocks, args, kv_figures, limit)
 
 

@@ -13,6 +13,8 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -77,6 +79,24 @@ def kv_replicas(
     finally:
         for rep in out:
             vllm_server.stop(rep.server)
+
+
+@contextlib.contextmanager
+def lag_probe(replicas: list[Replica]) -> Iterator[dict]:
+    """bench.lib.lag_probe on every replica's PUB while the block runs: the dict it
+    yields gets the bare subscriber's lag figures when the block ends."""
+    bare: dict = {}
+    path = ROOT / ".run" / "bench" / f"lag-probe-{os.getpid()}.json"
+    path.unlink(missing_ok=True)
+    pubs = [f"tcp://127.0.0.1:{r.pub}" for r in replicas]
+    cmd = [sys.executable, "-m", "bench.lib.lag_probe", "--out", str(path), *pubs]
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    try:
+        yield bare
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        bare.update(json.loads(path.read_text()) if path.exists() else {})
 
 
 def kv_env(replicas: list[Replica]) -> dict[str, str]:
@@ -170,11 +190,17 @@ def kv_regime(result: dict, repeats: list[dict], kv_proxy: dict) -> dict:
 
 
 def kv_top_level(result: dict) -> dict:
-    """Event lag p99: the worst of the regimes' kv proxies; index bytes per block."""
+    """Event lag p99: the worst of the regimes' kv proxies, beside the worst a bare
+    subscriber saw on the same replicas (the floor: vLLM's publisher and the machine);
+    index bytes per block."""
     regimes = [result, result.get("cache_pressure"), result.get("one_application")]
-    lags = [r["kv_proxy"]["event_lag_p99_ms"] for r in regimes if r and "kv_proxy" in r]
-    lags = [lag for lag in lags if lag is not None]
+    proxies = [r["kv_proxy"] for r in regimes if r and "kv_proxy" in r]
+    lags = [p["event_lag_p99_ms"] for p in proxies if p["event_lag_p99_ms"] is not None]
+    bare = [p.get("bare_subscriber", {}).get("lag_p99_ms") for p in proxies]
     return {
         "kv_event_lag_p99_ms": max(lags, default=None),
+        "kv_event_lag_p99_ms_bare_subscriber": max(
+            (b for b in bare if b is not None), default=None
+        ),  # fmt: skip
         "kv_index_bytes_per_block": index_bytes_per_block(),
     }
