@@ -12,7 +12,6 @@ KV-cache events (block size 32, a 24-block cache so that evictions come quickly)
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -33,6 +32,7 @@ from proxy.routing.kv.subscriptions import KvSubscriptions
 from proxy.settings import KvEventsSettings
 from tests.integration.conftest import ROOT, RUN_DIR, TINY
 from tests.support.servers import free_port
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(900)
 BLOCK = 32
@@ -100,15 +100,6 @@ async def chat(rep: Replica, msgs: list[dict], salt: str | None = None) -> None:
         body["cache_salt"] = salt
     async with httpx.AsyncClient(timeout=120) as client:
         (await client.post(f"{rep.url}/v1/chat/completions", json=body)).raise_for_status()
-
-
-async def until(cond, timeout: float = 20.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def held(index: KvIndex, rep: Replica, tokens: RequestTokens, msgs, salt=None) -> tuple[int, int]:

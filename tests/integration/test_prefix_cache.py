@@ -13,6 +13,7 @@ from cache.store import MemoryStore
 from deploy.local import vllm_server
 from tests.integration.conftest import TINY, start_vllm
 from tests.support.servers import free_port
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.integration
 TENANCY = {
@@ -70,13 +71,6 @@ def test_other_tenant_cannot_reach_an_entry_with_a_guessed_salt(vllm_tiny, ragtr
     # globex sends acme's exact prompt with what it guesses acme's salt is: still a miss
     probe = ask(proxy.url, model, acme_only, "key-b", cache_salt="acme")
     assert cached(probe) == 0
-
-
-def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not reached in {timeout} s"
-        time.sleep(0.05)
 
 
 def test_warm_up_after_replica_restart(ragtrim):

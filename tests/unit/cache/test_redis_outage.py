@@ -8,6 +8,7 @@ import pytest
 
 from cache.store import RedisStore
 from tests.support.servers import free_port
+from tests.support.waiting import until
 from tests.unit.cache.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration  # a real Redis server
@@ -17,13 +18,6 @@ async def timed(coro) -> tuple[object, float]:
     start = time.perf_counter()
     value = await coro
     return value, (time.perf_counter() - start) * 1000
-
-
-async def until_up(store: RedisStore, limit: float = 5.0) -> None:
-    deadline = time.monotonic() + limit
-    while store.outage.down:
-        assert time.monotonic() < deadline, "the probe never saw Redis back"
-        await asyncio.sleep(0.05)
 
 
 def test_hung_then_dead_then_restarted():
@@ -51,7 +45,7 @@ def test_hung_then_dead_then_restarted():
             assert errors == ["get"]  # while down, no call waits for Redis
 
             server.start()  # same port, empty
-            await until_up(store)
+            await until(lambda: not store.outage.down, 5.0, "the probe seeing Redis back")
             await store.set("c", b"3")
             assert await store.get("c") == b"3" and await store.get("b") is None  # Redis's
             assert errors == ["get"] and store.outage.outages == 1

@@ -2,7 +2,6 @@
 
 import asyncio
 import threading
-import time
 
 import pytest
 
@@ -10,6 +9,7 @@ from cache.memo import ChunkMemo
 from cache.store import MemoryStore
 from proxy.engine import CompressionBusy, CompressionEngine
 from proxy.gate import CostGate
+from tests.support.waiting import until
 from tests.unit.proxy.doubles import HalfWords
 
 
@@ -68,13 +68,6 @@ class Gated(HalfWords):
         self.started.set()
         assert self.release.wait(10), "the test never released the worker"
         return super().compress(documents, question=question, budget=budget)
-
-
-async def until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached before the deadline"
-        await asyncio.sleep(0.01)
 
 
 def test_timeout_includes_the_queue_and_a_queued_job_is_cancelled():

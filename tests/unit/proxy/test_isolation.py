@@ -10,7 +10,6 @@ cache_salt; API keys are compared in constant time; no prompt text reaches the l
 import json
 import logging
 import threading
-import time
 import uuid
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 from cache.store import MemoryStore
 from proxy.stages import tenant as tenant_module
 from proxy.stages.tenant import match_key, tenant_salt
+from tests.support.waiting import wait_for
 from tests.unit.proxy.doubles import HalfWords
 
 SECRET = "isolation-s3cret-16+"
@@ -70,13 +70,12 @@ def recorded(store: MemoryStore, replays: int, limit: float = 5.0) -> tuple[dict
     """The replay bodies and prefix hashes in `store` once `replays` of them are there:
     the registry is written in a task after the answer is relayed, so a read straight
     after the response can come first (a CI run saw 1 replay of 2)."""
-    deadline = time.monotonic() + limit
-    while True:
-        bodies = {k: json.loads(v) for k, (v, _) in list(store._data.items()) if "replay:" in k}
-        hashes = [k for k in list(store._hashes) if k.startswith("prefix:")]
-        if len(bodies) >= replays or time.monotonic() > deadline:
-            return bodies, hashes
-        time.sleep(0.01)
+
+    def bodies() -> dict:
+        return {k: json.loads(v) for k, (v, _) in list(store._data.items()) if "replay:" in k}
+
+    wait_for(lambda: len(bodies()) >= replays, limit, f"{replays} replay bodies", every=0.01)
+    return bodies(), [k for k in list(store._hashes) if k.startswith("prefix:")]
 
 
 def test_a_client_cannot_choose_another_tenants_salt(stub, make_proxy):

@@ -18,6 +18,7 @@ from proxy.routing.kv.chain import chain
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.subscriber import Hooks, KvSubscriber
 from tests.support.servers import free_port
+from tests.support.waiting import until
 
 URL = "http://127.0.0.1:8000"
 TOPIC = b"kv"
@@ -72,14 +73,6 @@ class FakePublisher:
         self.serving.cancel()
         self.pub.close(0)
         self.router.close(0)
-
-
-async def until(cond, timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if cond():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met")
 
 
 @contextlib.contextmanager
