@@ -244,7 +244,7 @@ class Metrics:
         )  # fmt: skip
 
     def watch_pool(self, pool) -> None:
-        """Export per-backend in-flight and health, read from the pool at scrape time,
+        """Export per-backend in-flight, health and prefill law, read from the pool at scrape time,
         and drop every series of a backend that leaves the pool (discovery): a departed
         pod's counters would otherwise stay exported, one set per pod ever seen."""
         self.registry.register(_PoolCollector(pool))
@@ -273,7 +273,13 @@ class _PoolCollector:
             "ragtrim_backend_healthy", "1 when the backend passed its health check",
             labels=["backend"],
         )  # fmt: skip
+        prefill = GaugeMetricFamily(
+            "ragtrim_backend_prefill_ms_per_token", "Each backend's learned prefill law "
+            "(proxy/prefill_cost.py), once measured", labels=["backend"],
+        )  # fmt: skip
         for ep in self.pool.endpoints:
             in_flight.add_metric([ep.url], ep.in_flight)
             healthy.add_metric([ep.url], 1.0 if ep.healthy else 0.0)
-        return [in_flight, healthy]
+            if (law := ep.prefill.value()) is not None:
+                prefill.add_metric([ep.url], law)
+        return [in_flight, healthy, prefill]

@@ -24,7 +24,14 @@ class PrefillLaw:
     Theil–Sen slope over pairs whose token counts differ by ≥ MIN_SPREAD, capped by
     the median ratio ms/tokens (the slope of a law with a non-negative base is below
     it; a negative fitted base is noise, and a smaller estimate is the safe side).
-    With too little spread, the median ratio alone. Cached between samples."""
+    With too little spread, the median ratio alone. Cached between samples.
+
+    A fitted slope of 0 (at least half the pairs got no slower with more tokens: the
+    samples are queue waits or cache hits, not prefill) is no measurement: `value()` is
+    None, as before any sample. Read as 0 it priced every prefill token at nothing, and
+    the gate, which takes the least of the backends' laws, stopped compressing for the
+    whole pool on one backend's noise (bench.prefix_routing's one-application regime,
+    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token)."""
 
     def __init__(self, window: int = 48):
         self.samples: deque[tuple[float, float]] = deque(maxlen=window)
@@ -33,7 +40,7 @@ class PrefillLaw:
     def add(self, ms: float, tokens: float) -> None:
         if tokens >= MIN_SAMPLE_TOKENS and ms >= 0:
             self.samples.append((float(tokens), float(ms)))
-            self._value = fit(self.samples)[0]
+            self._value = fit(self.samples)[0] or None
 
     def value(self) -> float | None:
         return self._value

@@ -130,6 +130,18 @@ def test_prefill_law_stays_below_the_ratio_and_ignores_a_stall():
     assert noisy.value() <= statistics.median([0.1, 110 / 1300])
 
 
+def test_a_zero_slope_is_no_measurement_and_leaves_the_pool_its_other_laws():
+    """TTFTs that do not grow with tokens (queue waits, cache hits) fit a slope of 0:
+    that backend's law is unknown, and the gate prices with the others' (the least of
+    them), not with 0 for everyone."""
+    g = gate()
+    feed_prefill(g, 0.03, backend="slow")
+    for tokens, ms in ((500, 300), (1000, 250), (2000, 200)):  # slower with fewer tokens
+        g.observe_prefill("fast", tokens, ms)
+    assert g.pool.get("fast").prefill.value() is None
+    assert g.prefill_ms_per_token() == pytest.approx(0.03)
+
+
 def test_queue_wait_counts_into_the_cost():
     g = gate(max_added_ms=10_000)
     feed_prefill(g, 0.5)  # saves 2000 × 0.67 × 0.5 = 670 ms; compression 240 ms
