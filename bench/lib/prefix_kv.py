@@ -149,6 +149,7 @@ def kv_proxy_figures(url: str) -> dict:
         "ragtrim_kv_resyncs",
         "ragtrim_kv_orphan_blocks_total",
         "ragtrim_kv_tokenize",
+        "ragtrim_backend_prefill_ms_per_token",  # each backend's learned law (the gate's)
     )
     counters = {
         k: float(v)
