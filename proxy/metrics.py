@@ -244,9 +244,9 @@ class Metrics:
         )  # fmt: skip
 
     def watch_pool(self, pool) -> None:
-        """Export per-backend in-flight, health and prefill law, read from the pool at scrape time,
-        and drop every series of a backend that leaves the pool (discovery): a departed
-        pod's counters would otherwise stay exported, one set per pod ever seen."""
+        """Export per-backend in-flight, health and prefill law, read from the pool at
+        scrape time, and drop every series of a backend that leaves the pool (discovery):
+        a departed pod's counters would otherwise stay exported, one set per pod ever seen."""
         self.registry.register(_PoolCollector(pool))
         pool.on_removed.append(lambda ep: self.forget_backend(ep.url))
 

