@@ -19,10 +19,10 @@ With tenancy the tenant is inside the hash and in the key's name, as for the mem
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from cache.keys import content_key, tenant_tag
+from cache.lru import ValueLRU
 from cache.memo import MEMO_TTL_S
 from cache.store import KVStore
 
@@ -38,41 +38,13 @@ def feature_key(fingerprint: str, document: str, tenant: str = "") -> str:
     return f"feat:{tag + ':' if tag else ''}{digest}"
 
 
-class ByteLRU:
-    """Bytes by key, least recently used out first once `max_bytes` is exceeded."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self.bytes = 0
-        self._data: OrderedDict[str, bytes] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def get(self, key: str) -> bytes | None:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: str, value: bytes) -> None:
-        if len(value) > self.max_bytes:
-            return  # larger than the whole cache: never kept
-        old = self._data.pop(key, None)
-        self.bytes += len(value) - (len(old) if old is not None else 0)
-        self._data[key] = value
-        while self.bytes > self.max_bytes:
-            _, dropped = self._data.popitem(last=False)
-            self.bytes -= len(dropped)
-
-
 class FeatureCache:
     def __init__(self, store: KVStore | None, *, max_bytes: int = FEATURE_CACHE_BYTES,
                  ttl: float | None = MEMO_TTL_S, on_lookup: OnLookup | None = None,
                  on_write: Callable[[int], None] | None = None):  # fmt: skip
         self.store = store
         self.ttl = ttl
-        self.local = ByteLRU(max_bytes)
+        self.local = ValueLRU(max_bytes)  # each tenant a fair share (cache/lru.py)
         self.on_lookup = on_lookup or (lambda result, n: None)
         self.on_write = on_write or (lambda n: None)
 

@@ -26,6 +26,19 @@ def tenant_tag(tenant: str) -> str:
     return content_key("tenant", tenant)[:16] if tenant else ""
 
 
+TAGGED = ("memo", "feat")  # key names that carry a tenant tag: memo_key, feature_key
+
+
+def owner_of(key: str) -> str:
+    """The tenant tag in a key's name (`memo:<tag>:...`, `feat:<tag>:...`), "" for keys
+    without one: the in-process caches share their bytes fairly by it (cache/lru.py)."""
+    kind, _, rest = key.partition(":")
+    if kind not in TAGGED:
+        return ""
+    tag, sep, _ = rest.partition(":")
+    return tag if sep else ""
+
+
 def memo_key(
     compressor_fingerprint: str, document: str, question: str | None, tenant: str = ""
 ) -> str:

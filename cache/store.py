@@ -12,7 +12,6 @@ import asyncio
 import heapq
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -62,13 +61,14 @@ class KVStore(Protocol):
 
 class MemoryStore:
     """LRU with per-entry expiry, bounded in bytes (cache/lru.py says why): values,
-    hashes and sorted sets share one least-recently-used order under `max_bytes`.
-    `max_items` still bounds the number of plain values."""
+    hashes and sorted sets share one order under `max_bytes` and `max_items` (keys of
+    any kind), and each tenant's memo and feature entries a fair share of both (the
+    heaviest owner is evicted first, issue 33)."""
 
     def __init__(self, max_items: int = 100_000, max_bytes: int = MEMORY_BYTES):
         self.max_items = max_items
-        self.lru = ByteLRU(max_bytes)
-        self._data: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        self.lru = ByteLRU(max_bytes, max_items=max_items)
+        self._data: dict[str, tuple[bytes, float]] = {}  # the order is the LRU's
         self._hashes: dict[str, dict[str, str]] = {}
         self._hash_expires: dict[str, float] = {}  # hashes given a ttl (hincr)
         self._zsets: dict[str, dict[str, float]] = {}
@@ -81,7 +81,6 @@ class MemoryStore:
         if expires and expires < time.monotonic():
             self._drop(key)
             return None
-        self._data.move_to_end(key)
         self.lru.touch(key)
         return value
 
@@ -90,10 +89,7 @@ class MemoryStore:
 
     async def set(self, key: str, value: bytes, ttl: float | None = None) -> None:
         self._data[key] = (value, time.monotonic() + ttl if ttl else 0.0)
-        self._data.move_to_end(key)
         self._account(key, len(key) + len(value) + OVERHEAD)
-        while len(self._data) > self.max_items:
-            self._drop(next(iter(self._data)))
 
     def _account(self, key: str, size: int) -> None:
         for old in self.lru.set(key, size):

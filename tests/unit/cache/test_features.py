@@ -2,12 +2,13 @@
 
 import asyncio
 
-from cache.features import ByteLRU, FeatureCache, feature_key
+from cache.features import FeatureCache, feature_key
+from cache.lru import ValueLRU
 from cache.store import MemoryStore
 
 
 def test_lru_evicts_by_bytes_least_recent_first():
-    lru = ByteLRU(10)
+    lru = ValueLRU(10)
     lru.put("a", b"xxxx")
     lru.put("b", b"yyyy")
     assert lru.get("a") == b"xxxx"  # a is now the most recent
