@@ -15,9 +15,15 @@ misbehaviour of the hostile upstream (bad usage, 999, text/plain 500, 307, CRLF 
 a 100 MB body, an endless SSE event). Operator regexes are not exercised (they are the
 operator's own configuration).
 
-Targets: normal p99 (hostile) <= 2x normal p99 (clean); 0 normal requests lost; 0
-requests at a backend under another tenant's salt; ragtrim's RSS growth during the
-hostile phase <= 256 MB; 0 non-empty contexts forwarded empty.
+Issue 33 added (bench/lib/abuse_fields.py): bodies that scale one field (25,000 tools,
+300,000 system messages or content parts, a 12 MB schema, a 900,000-character question,
+100,000 token ids), a duplicated Authorization header (a bad key first), an oversized
+x-request-id and a 1 MB model name; and Thai, emoji, table and JSON-array documents.
+
+Targets: normal p99 (hostile) <= 1.5x normal p99 (clean); /healthz max <= 50 ms during
+the hostile phase; 0 normal requests lost; 0 requests at a backend under another
+tenant's salt; 0 duplicated keys admitted or oversized request ids echoed; ragtrim's RSS
+growth during the hostile phase <= 256 MB; 0 non-empty contexts forwarded empty.
 
 Writes bench/results/abuse.json and prints one line ending in normal_p99_ratio.
 Smoke: --seconds 5 --rate 10.
@@ -52,7 +58,10 @@ from proxy.stages.tenant import tenant_salt
 
 STUB = ["-m", "tests.doubles.stub_vllm"]
 SECRET = "abuse-bench-salt-secret-0123456789"
-TARGETS = {"normal_p99_ratio": 2.0, "lost": 0, "cross_tenant": 0, "rss_growth_mb": 256,
+# issue 33: p99 within 1.5x (was 2x) and /healthz never above 50 ms while abused; a
+# duplicated key admitted or an oversized request id echoed counts as a leak.
+TARGETS = {"normal_p99_ratio": 1.5, "healthz_max_ms_hostile": 50.0, "lost": 0,
+           "cross_tenant": 0, "header_leaks": 0, "rss_growth_mb": 256,
            "emptied_contexts": 0}  # fmt: skip
 
 
@@ -154,7 +163,10 @@ def summarise(clean: tuple[Tally, list[float]], abused: tuple[Tally, list[float]
     out = {
         "normal_p99_ratio": round(normal["hostile"]["p99"] / normal["clean"]["p99"], 2),
         "lost": sum(o != "ok" for t in (ct, ht) for o, _ in t.normal),
+        "healthz_max_ms_hostile": round(max(ht.healthz_ms, default=0), 1),
         "cross_tenant": checks["cross_tenant"],
+        "header_leaks": sum(n for shape, n in ht.hostile.items()
+                            if shape.endswith((":admitted", ":echoed"))),  # fmt: skip
         "rss_growth_mb": round(max(hrss, default=baseline) - baseline, 1),
         "emptied_contexts": checks["emptied_contexts"],
         "normal_ms": normal,
@@ -205,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     write_result("abuse", out)
     print(f"abuse: {sum(out['normal_requests'].values())} normal requests, lost {out['lost']}, "
           f"cross-tenant {out['cross_tenant']}, emptied contexts {out['emptied_contexts']}, "
-          f"RSS growth {out['rss_growth_mb']:.0f} MB, p99 {out['normal_ms']['clean']['p99']:.0f} "
+          f"RSS growth {out['rss_growth_mb']:.0f} MB, /healthz max (hostile) "
+          f"{out['healthz_max_ms_hostile']:.0f} ms, p99 {out['normal_ms']['clean']['p99']:.0f} "
           f"-> {out['normal_ms']['hostile']['p99']:.0f} ms, "
           f"normal_p99_ratio={out['normal_p99_ratio']:.2f}")  # fmt: skip
     return 0 if all(out["met"].values()) else 1

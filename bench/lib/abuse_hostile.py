@@ -13,6 +13,7 @@ import time
 import aiohttp
 import orjson
 
+from bench.lib.abuse_fields import field_loops, header_loops
 from bench.lib.abuse_traffic import (
     CONTEXT_SHAPES,
     HOSTILE_MODEL,
@@ -215,6 +216,8 @@ async def run_all(port: int, seconds: float, secret: str) -> Tally:
             cpu_bombs(session, base, stop, tally),
             context_shapes(session, base, stop, tally),
             hostile_upstream(session, base, stop, tally),
+            field_loops(session, base, stop, tally),  # issue 33's shapes
+            header_loops(port, stop, tally),
         )]  # fmt: skip
         await asyncio.sleep(seconds)
         stop.set()

@@ -29,8 +29,16 @@ STREAMED_MODES = {"json_for_stream", "crlf_sse", "cr_sse", "mixed_sse", "bad_usa
                   "endless_event"}  # fmt: skip
 CJK = "北京是中华人民共和国的首都，也是全国的政治、文化和国际交往中心。" * 46  # 1,472 chars
 JAPANESE = "東京は日本の首都です。人口は約千四百万人です。多くの観光客が毎年訪れます。"
+THAI = "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย มีประชากรประมาณสิบล้านคน " * 30
+EMOJI = "🌍🚀🎉🔥💡📚🧭🗺️ " * 120
+TABLE = "| city | river | port |\n|---|---|---|\n" + "".join(
+    f"| city {i}. Old | river {i}. Long | port {i} |\n" for i in range(60))  # fmt: skip
+JSON_ARRAY = "[\n" + ",\n".join(f'  {{"id": {i}, "note": "item {i}. See also."}}'
+                                 for i in range(80)) + "\n]"  # fmt: skip
+# issue 23's shapes, then issue 33's (scripts without sentence marks, tables, JSON arrays)
 CONTEXT_SHAPES = [CJK, JAPANESE, base64.b64encode(bytes(range(256)) * 24).decode(),
-                  "https://example.com/" + "a1b2c3/" * 430]  # fmt: skip
+                  "https://example.com/" + "a1b2c3/" * 430, THAI, EMOJI, TABLE,
+                  JSON_ARRAY]  # fmt: skip
 
 
 @dataclass

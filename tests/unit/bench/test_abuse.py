@@ -59,5 +59,29 @@ def test_the_summary_judges_each_target_from_both_phases():
                           Namespace(seconds=1, rate=1))  # fmt: skip
     assert out["normal_p99_ratio"] == 5.0 and out["lost"] == 1  # p99: the 99th of 100
     assert out["rss_growth_mb"] == 290.0
-    assert out["met"] == {"normal_p99_ratio": False, "lost": False, "cross_tenant": True,
+    assert out["met"] == {"normal_p99_ratio": False, "healthz_max_ms_hostile": True,
+                          "lost": False, "cross_tenant": True, "header_leaks": True,
                           "rss_growth_mb": False, "emptied_contexts": True}  # fmt: skip
+
+
+def test_a_stalled_loop_and_header_leaks_are_counted():
+    from argparse import Namespace
+
+    from bench.lib.abuse_traffic import Tally
+
+    clean, hostile = Tally(normal=[("ok", 10.0)] * 10), Tally(normal=[("ok", 10.0)] * 10)
+    hostile.healthz_ms = [2.0, 51.0]
+    hostile.hostile.update({"duplicate_auth:admitted": 2, "duplicate_auth:401": 5,
+                            "huge_request_id:echoed": 1, "huge_request_id:200": 3})  # fmt: skip
+    out = abuse.summarise((clean, [1.0]), (hostile, [1.0]), {"cross_tenant": 0,
+                          "emptied_contexts": 0}, Namespace(seconds=1, rate=1))  # fmt: skip
+    assert out["healthz_max_ms_hostile"] == 51.0 and out["header_leaks"] == 3
+    assert not out["met"]["healthz_max_ms_hostile"] and not out["met"]["header_leaks"]
+
+
+def test_the_field_bombs_stay_under_the_body_cap_and_scale_their_field():
+    from bench.lib.abuse_fields import field_bombs
+
+    bombs = {shape: raw for shape, _, raw in field_bombs()}
+    assert all(len(raw) < 16 << 20 for raw in bombs.values())
+    assert len(bombs["tools_25k"]) > 12_000_000 and len(bombs["schema_12mb"]) > 11_000_000
