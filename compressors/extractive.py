@@ -12,9 +12,10 @@ by score, while they fit the budget:
 
 Kept sentences are re-emitted in their original order with the source's own whitespace
 between them (sentences.render_kept). Protected spans (protect.py) are atomic: no
-sentence boundary falls inside a code block, JSON object, URL, date or number — but a
+sentence boundary falls inside a code block, JSON value, table, URL, date or number — but a
 sentence holding one may be dropped as a whole; extraction never rewrites inside a
-sentence.
+sentence. A sentence the scorer cannot judge (Thai, emoji, a base64 run:
+verbatim.keep_unjudged) is kept whatever its score (issue 33).
 
 `precision`: "fp32" (default), "bf16" (about 1.7× faster on CPUs with AVX512-BF16/AMX,
 same picks on our SQuAD sample; slow on CPUs without them), "int8" (dynamic
@@ -51,6 +52,7 @@ from compressors.base import Budget, CompressionResult, DocumentResult, TokenCou
 from compressors.protect import Protector
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.tokens import ApproxTokenCounter
+from compressors.verbatim import keep_unjudged
 
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 CALIBRATION_RATE = 0.34
@@ -259,6 +261,7 @@ class ExtractiveCompressor:
         texts = [[d[s:e] for s, e in doc_spans] for d, doc_spans in zip(docs, spans, strict=True)]
         counts = [[self.count_tokens(t) for t in doc] for doc in texts]
         keep = self._select(self._scores(texts, question), counts, before, budget)
+        keep = [keep_unjudged(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         out = [render_kept(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         results = (
             DocumentResult(o, n, self.count_tokens(o)) for o, n in zip(out, before, strict=True)

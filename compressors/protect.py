@@ -6,14 +6,16 @@ returns them sorted and merged. What each compressor does with them:
 - token-level compressors (llmlingua2, longllmlingua) keep every word that overlaps a
   protected span, and the span's own characters verbatim;
 - the extractive compressor drops whole sentences; it treats protected spans as atomic
-  (no sentence boundary inside a code block, JSON object, URL or date), but a sentence
-  that holds one may still be dropped as a whole.
+  (no sentence boundary inside a code block, JSON value, table, URL or date), but a
+  sentence that holds one may still be dropped as a whole.
 
 Kinds (all on by default): code (``` fenced blocks ``` and `inline code`), json (balanced
-{...} that parses as JSON), url, citation ([1], [2, 3], [4-6]), date (ISO dates, numeric
-dates, month-name dates, times), number (anything holding a digit, with currency signs,
-separators and %), negation (not, no, never, n't, without, ...). `extra_patterns` adds
-regexes of your own (compiled with re.IGNORECASE | re.MULTILINE).
+{...} or [...] that parses as JSON: a pretty-printed array cut between its elements came
+out invalid, issue 33), table (markdown, grid and HTML tables: _tables.py, issue 33), url,
+citation ([1], [2, 3], [4-6]), date (ISO dates, numeric dates, month-name dates, times),
+number (anything holding a digit, with currency signs, separators and %), negation (not,
+no, never, n't, without, ...). `extra_patterns` adds regexes of your own (compiled with
+re.IGNORECASE | re.MULTILINE).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 import regex
 
+from compressors._tables import table_spans
 from compressors.deadline import check
 
 Span = tuple[int, int]
@@ -67,8 +70,10 @@ _NEGATION_WORDS = (
 )
 _APOSTROPHE_T = ("'t", "'T", "\u2019t", "\u2019T")
 _FLAGS = {"code": re.DOTALL, "negation": re.IGNORECASE, "date": re.IGNORECASE}
-KINDS: tuple[str, ...] = ("code", "json", "url", "citation", "date", "number", "negation")
-MAX_JSON_CHARS = 20_000
+KINDS: tuple[str, ...] = (
+    "code", "json", "table", "url", "citation", "date", "number", "negation"
+)  # fmt: skip
+MAX_JSON_CHARS = 200_000
 JSON_WORK_FACTOR = 4  # characters scanned for JSON, per character of text (json_spans)
 EXTRA_PATTERN_TIMEOUT_S = 0.05
 
@@ -77,7 +82,8 @@ class PatternTimeout(Exception):  # noqa: N818 - reads as what happened
     """An operator's protect pattern ran past EXTRA_PATTERN_TIMEOUT_S on one text."""
 
 
-_JSON_TOKEN = re.compile(r'[{}"\\]')
+_JSON_TOKEN = re.compile(r'[{}\[\]"\\]')
+_JSON_OPEN = re.compile(r"[{\[]")
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -100,7 +106,7 @@ def overlaps(spans: Sequence[Span], start: int, end: int) -> bool:
 
 
 def _json_end(text: str, start: int) -> tuple[int | None, int]:
-    """End of the balanced {...} opening at `start` (strings respected), or None; and
+    """End of the balanced {...} or [...] opening at `start` (strings respected), or None; and
     how many characters the scan covered. The scan jumps from one brace, quote or
     backslash to the next (a regex in C), not character by character."""
     depth, in_string, skip = 0, False, -1
@@ -116,38 +122,41 @@ def _json_end(text: str, start: int) -> tuple[int | None, int]:
         elif ch == '"':
             in_string = True
         elif ch != "\\":
-            depth += 1 if ch == "{" else -1
+            depth += 1 if ch in "{[" else -1
             if depth == 0:
                 return i + 1, i + 1 - start
     return None, stop - start
 
 
 def json_spans(text: str) -> list[Span]:
-    """Inline JSON objects: balanced {...} that `json.loads` accepts.
+    """Inline JSON values: balanced {...} or [...] that `json.loads` accepts.
 
-    Linear in `len(text)`: every candidate `{` scans up to MAX_JSON_CHARS, so 20k
-    unbalanced `{` cost 20k × 20k steps (33 s, issue 23). The characters scanned and
+    Linear in `len(text)`: every candidate `{` or `[` scans up to MAX_JSON_CHARS, so
+    20k unbalanced `{` cost 20k × 20k steps (33 s, issue 23). The characters scanned and
     parsed over all candidates are therefore capped at JSON_WORK_FACTOR × len(text)
-    (+ one object); past that cap no more JSON is looked for (text left unprotected
-    is still kept or dropped whole by sentence, never garbled).
+    (+ one value); past that cap no more JSON is looked for. A value left unprotected
+    (past the cap, or longer than MAX_JSON_CHARS) could be cut between its elements: a
+    document that is mostly JSON never reaches a compressor (verbatim.py), whatever its
+    size. Arrays count since issue 33 (a pretty-printed array came out invalid).
     """
     spans: list[Span] = []
     left = JSON_WORK_FACTOR * len(text) + MAX_JSON_CHARS
-    i = text.find("{")
-    while i >= 0 and left > 0:
+    found = _JSON_OPEN.search(text)
+    while found is not None and left > 0:
+        i = found.start()
         end, scanned = _json_end(text, i)
         left -= scanned
         if end is not None and _parses(text[i:end]):
             spans.append((i, end))
-            i = text.find("{", end)
+            found = _JSON_OPEN.search(text, end)
         else:
-            i = text.find("{", i + 1)
+            found = _JSON_OPEN.search(text, i + 1)
     return spans
 
 
 def _parses(candidate: str) -> bool:
     try:
-        return isinstance(json.loads(candidate), dict)
+        return isinstance(json.loads(candidate), (dict, list))
     except ValueError:
         return False
 
@@ -164,7 +173,7 @@ class Protector:
         self._regexes = tuple(
             re.compile(_PATTERNS[kind], _FLAGS.get(kind, 0))
             for kind in self.kinds
-            if kind not in ("json", "negation")
+            if kind not in ("json", "table", "negation")
         )
         self._negation = "negation" in self.kinds
         self._negation_full = re.compile(_PATTERNS["negation"], re.IGNORECASE)
@@ -188,8 +197,10 @@ class Protector:
             rx = self._negation_full if contracted else self._negation_words
             found += [m.span() for m in rx.finditer(text)]
         found += self._extra_spans(text)
-        if "json" in self.kinds and "{" in text:
+        if "json" in self.kinds and ("{" in text or "[" in text):
             found.extend(json_spans(text))
+        if "table" in self.kinds:
+            found.extend(table_spans(text))
         return merge_spans(found)
 
     def _extra_spans(self, text: str) -> list[Span]:
@@ -201,8 +212,10 @@ class Protector:
             raise PatternTimeout("a protect pattern ran past its time limit") from exc
 
     def fingerprint(self) -> str:
+        """v2 (issue 33): JSON arrays and tables are protected, so the same text splits
+        into other sentences; a memo entry of v1 must not be served for it."""
         extra = hashlib.sha256("\x00".join(self.extra_patterns).encode()).hexdigest()[:12]
-        return f"protect-v1:{','.join(self.kinds)}:{extra if self.extra_patterns else '-'}"
+        return f"protect-v2:{','.join(self.kinds)}:{extra if self.extra_patterns else '-'}"
 
 
 def no_protection() -> Protector:

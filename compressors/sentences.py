@@ -12,7 +12,9 @@ a 1,440-character Chinese document was one "sentence", over any budget, so all o
 was dropped): a sentence also ends after CJK, Devanagari, Arabic, Ethiopic, Burmese,
 Tibetan and Armenian full stops (。！？ । ؟ ۔ ። ။ ། ։, closing quotes or brackets
 included) with or without whitespace after, and at a space between two Thai
-characters (Thai marks a sentence or clause end with a space). A sentence longer than
+characters (Thai marks a sentence or clause end with a space). Khmer's ។ ៕ end one too.
+A line that ends with a colon goes on into the next line (a label and its value, "-
+Owner:" then "Alice", were cut apart: issue 33), unless a blank line follows. A sentence longer than
 `max_chars` is cut at its last whitespace within `max_chars`; a window without any
 (a run of CJK without punctuation, base64, a hash) is cut every `max_chars // 5`
 characters (CJK is ≈ 1 token a character: ~240 tokens, a long English sentence),
@@ -44,11 +46,12 @@ ABBREVIATIONS = frozenset({
 # fmt: on
 _TERMINAL = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s)")
 _FULL_STOP = re.compile(
-    "[\u3002\uff01\uff1f\uff61\u0964\u0965\u061f\u06d4\u1362\u104b\u0f0d\u0589]+"
+    "[\u3002\uff01\uff1f\uff61\u0964\u0965\u061f\u06d4\u1362\u104b\u0f0d\u0589\u17d4\u17d5]+"
     "[\"'\u201d\u2019)\\]\u300d\u300f\uff09\u3011\u3009\u300b]*"
 )
 _THAI_BREAK = re.compile("(?<=[\u0e00-\u0e7f])[ \t]+(?=[\u0e00-\u0e7f])")
 _LINE_BREAK = re.compile(r"\n")
+_COLON_BEFORE = re.compile(r"[:\uff1a][ \t]*$")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
 _NEXT_CHAR = re.compile(r"\s*(\S)")
 _WHITESPACE = re.compile(r"\s*")
@@ -85,7 +88,8 @@ def _boundaries(text: str) -> set[int]:
     cuts.update(m.start() for m in _THAI_BREAK.finditer(text))
     for m in _LINE_BREAK.finditer(text):
         paragraph = "\n" in _WHITESPACE.match(text, m.end()).group()
-        if paragraph or not _next_char(text, m.end()).islower():
+        label = _COLON_BEFORE.search(text, max(0, m.start() - _ABBREVIATION_WINDOW), m.start())
+        if paragraph or not (label or _next_char(text, m.end()).islower()):
             cuts.add(m.start())
     return cuts
 

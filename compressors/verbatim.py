@@ -1,45 +1,130 @@
-"""Documents a sentence scorer cannot judge are kept whole, never compressed.
+"""Text a sentence scorer cannot judge is kept whole, never cut blind.
 
 Why: a scorer ranks sentences by the words it knows (BM25 terms, embedding rows). An
 8 KB base64 blob, a 3 KB URL or a fenced code block gives it nothing to rank: the
 blob was cut into fixed-size pieces and half of them dropped (useless either way), and
-"see <3 KB URL>" became "see" (issue 23). Such a document is *opaque* when at least
+"see <3 KB URL>" became "see" (issue 23). Thai, Lao, Khmer, Myanmar and emoji text
+gives it nothing either: all-MiniLM's WordPiece reads each word of them as [UNK], so a
+Thai document was cut at random and its needle dropped (770 → 254 tokens, issue 33);
+a table or a pretty-printed JSON array cut at sentence ends came out as a fact under
+another row, or as JSON that no longer parses (issue 33).
+
+A document is *opaque* (kept verbatim, never handed to a compressor) when at least
 OPAQUE_SHARE of its non-space characters lie in
 
 - runs of OPAQUE_RUN or more characters without whitespace (base64, URLs, hashes,
-  minified JSON, paths), not counting letters of scripts written without spaces
-  (Han, kana, Hangul, Thai: their sentences are runs too, and the scorer reads them), or
-- fenced code blocks (``` ... ```).
+  minified JSON, paths), not counting letters of scripts the scorer reads that are
+  written without spaces (Han, kana, Hangul: their sentences are runs too);
+- text the scorer cannot read (`unread_spans`): letters and marks of every script but
+  those it reads (Latin, Greek, Cyrillic, Hebrew, Arabic, Devanagari, Han, kana,
+  Hangul, Bopomofo), emoji and other pictographic symbols, with the digits,
+  punctuation and spaces between them. A whitelist, so a script nobody thought of
+  (Sinhala, Ethiopic, Cherokee, Braille, ...) counts as unread, not as read;
+- fenced code blocks (``` ... ```), tables (_tables.py) and JSON values (protect.py), or
+  the whole text when it parses as one JSON value (of any size).
+
+Inside a document that is not opaque, `keep_unjudged` marks the units (sentences) a
+compressor must keep whatever their score: those at least OPAQUE_SHARE unread or in
+opaque runs. Tables, JSON and code are atomic units there (protect.py), judged whole.
 
 `partition` says which documents go to the compressor; `merge` puts the compressed
-ones back between the verbatim ones, in order. Linear in the text (~20 ms per MB of
-prose: str.split in C, Python only for the rare words of OPAQUE_RUN characters); the
-compress stage runs it in a thread for big contexts.
+ones back between the verbatim ones, in order. Linear in the text (regex scans in C,
+~60 ms per MB of non-ASCII prose); the compress stage runs it in a thread for big
+contexts (`compression.limits.offload_bytes`).
 """
 
 from __future__ import annotations
 
+import bisect
+import json
 import re
 from collections.abc import Sequence
 
+import regex
+
+from compressors._tables import table_spans
+from compressors.protect import Span, json_spans, merge_spans
+
 OPAQUE_RUN = 32
 OPAQUE_SHARE = 0.5
-# Thai, CJK symbols and kana, Han, Hangul, compatibility ideographs, full-width forms
-_SPACELESS = "\u0e00-\u0e7f\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\uffef"
+# CJK symbols and kana, Han, Hangul, compatibility ideographs, full-width forms
+_SPACELESS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\uffef"
 _RUN = re.compile(rf"[^\s{_SPACELESS}]{{{OPAQUE_RUN},}}")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_READ = (
+    r"\p{Latin}\p{Greek}\p{Cyrillic}\p{Hebrew}\p{Arabic}\p{Devanagari}\p{Han}"
+    r"\p{Hiragana}\p{Katakana}\p{Hangul}\p{Bopomofo}\p{Inherited}[\p{Common}--\p{So}]"
+)
+_UNREAD = rf"[[\p{{L}}\p{{M}}\p{{So}}\p{{Co}}]--[{_READ}]]"
+_BETWEEN = r"[\s\p{N}\p{P}\p{Cf}\p{Inherited}]"  # disjoint from _UNREAD: no backtracking
+_UNREAD_SPAN = regex.compile(rf"{_UNREAD}(?:{_BETWEEN}*{_UNREAD})*", regex.VERSION1)
+
+
+def unread_spans(text: str) -> list[Span]:
+    """Stretches of text the scorer cannot read (module docstring)."""
+    if text.isascii():  # ASCII is Latin, digits, punctuation: all read (1 ms per MB)
+        return []
+    return [m.span() for m in _UNREAD_SPAN.finditer(text)]
+
+
+def _solid(text: str, start: int = 0, end: int | None = None) -> int:
+    """Non-space characters of text[start:end]."""
+    return sum(map(len, text[start:end].split()))
+
+
+def _covered(text: str, spans: Sequence[Span]) -> int:
+    return sum(_solid(text, a, b) for a, b in spans)
+
+
+def _unjudged_spans(text: str) -> list[Span]:
+    """What no sentence scorer can judge, as a unit: opaque runs and unread text."""
+    return merge_spans([*(m.span() for m in _RUN.finditer(text)), *unread_spans(text)])
+
+
+def _structured_spans(text: str) -> list[Span]:
+    spans = [m.span() for m in _FENCE.finditer(text)] + table_spans(text)
+    if "{" in text or "[" in text:
+        spans += json_spans(text)
+    return spans
+
+
+def _is_json(text: str) -> bool:
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return False
+    return True
 
 
 def is_opaque(text: str) -> bool:
     """Whether the scorer has nothing to judge `text` by (module docstring)."""
-    solid = covered = pos = 0  # non-space characters; those in fences or opaque runs
-    for start, end in [*(m.span() for m in _FENCE.finditer(text)), (len(text), len(text))]:
-        words = text[pos:start].split()  # C: only the rare long words go through Python
-        solid += sum(map(len, words))
-        covered += sum(sum(map(len, _RUN.findall(w))) for w in words if len(w) >= OPAQUE_RUN)
-        fenced = sum(map(len, text[start:end].split()))
-        solid, covered, pos = solid + fenced, covered + fenced, end
-    return solid > 0 and covered >= OPAQUE_SHARE * solid
+    solid = _solid(text)
+    if solid == 0:
+        return False
+    if _is_json(text):
+        return True
+    spans = merge_spans([*_unjudged_spans(text), *_structured_spans(text)])
+    return _covered(text, spans) >= OPAQUE_SHARE * solid
+
+
+def keep_unjudged(text: str, units: Sequence[Span], keep: Sequence[bool]) -> list[bool]:
+    """`keep` with every unit the scorer cannot judge set (module docstring)."""
+    spans = _unjudged_spans(text)
+    if not spans:
+        return list(keep)
+    starts = [a for a, _ in spans]
+    out = list(keep)
+    for i, (start, end) in enumerate(units):
+        if out[i]:
+            continue
+        first = max(0, bisect.bisect_right(starts, start) - 1)
+        last = bisect.bisect_left(starts, end)
+        inside = [(max(a, start), min(b, end)) for a, b in spans[first:last] if b > start]
+        out[i] = _covered(text, inside) >= OPAQUE_SHARE * max(1, _solid(text, start, end))
+    return out
 
 
 def partition(texts: Sequence[str]) -> list[int]:

@@ -18,7 +18,9 @@ must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forwar
   mix was chosen against, are in bench/lib/variants/fast_single_signal.py);
 - selection as `extractive` (compressors/_selection.py): best first while the budget has room, one
   pool across documents for `Budget.target_tokens`, per document for `Budget.rate`;
-  kept sentences are re-emitted byte-identical, in order (sentences.render_kept).
+  a sentence the scorer cannot judge (Thai, emoji, a base64 run: verbatim.keep_unjudged)
+  is kept whatever its score (issue 33); kept sentences are re-emitted byte-identical,
+  in order (sentences.render_kept).
 
 Deterministic: integer counts, float32 sums in a fixed order, scores rounded to
 `score_decimals`, ties to the earlier sentence. The static model is built at setup time
@@ -50,6 +52,7 @@ from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
 from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
+from compressors.verbatim import keep_unjudged
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
 WEIGHTS: Mapping[str, float] = {"bm25": 1.0, "cos": 1.0, "doc_bm25": 0.5, "doc_cos": 0.5}
@@ -235,6 +238,7 @@ class FastExtractiveCompressor:
         else:
             keep = per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
         spans = [f.span_list() for f in features]
+        keep = [keep_unjudged(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         out = [render_kept(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         results = (
             DocumentResult(o, n, self._count_kept(o, d, n, c, k))

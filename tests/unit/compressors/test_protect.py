@@ -147,3 +147,27 @@ def test_a_backtracking_extra_pattern_fails_the_compression_open():
         protector.spans("x" * 5000)
     assert time.perf_counter() - started < 1.0
     assert Protector(extra_patterns=[r"ACME-\d+"]).spans("acme-12 and ACME-3") == [(0, 7), (12, 18)]
+
+
+def test_json_arrays_and_tables_are_atomic():
+    """Issue 33: a pretty-printed array was cut between its elements (invalid JSON), and
+    table rows at the sentence ends inside their cells."""
+    array = '[\n  {"a": "x. Y"},\n  "b. C",\n  [1, 2]\n]'
+    text = f"Data:\n{array}\nDone."
+    assert found(Protector(["json"]), text) == [array]
+    table = "| a | b |\n|---|---|\n| 1 | Joined. Left. |"
+    html = "<TABLE><tr><td>A. B.</td></tr><table><tr><td>x</td></tr></table></table>"
+    gfm = "a | b\n--- | :-:\n1 | Two. Three."
+    grid = "+---+---+\n| a | b |\n+---+---+"
+    for piece in (table, html, gfm, grid):
+        assert found(Protector(["table"]), f"Before. See:\n{piece}\nAfter.") == [piece]
+    assert found(Protector(["table"]), "a | b but one line\nand no delimiter") == []
+    assert "protect-v2:" in Protector().fingerprint()
+
+
+def test_table_and_array_detection_stay_linear():
+    for text in ("---|--- " + " " * 200_000 + "x", "|---|\n" * 100_000,
+                 "<table>" * 50_000, "[" * 100_000, "| a\n" * 100_000):  # fmt: skip
+        started = time.perf_counter()
+        Protector(["json", "table"]).spans(text)
+        assert time.perf_counter() - started < 1.0, text[:20]

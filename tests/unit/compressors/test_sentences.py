@@ -25,7 +25,7 @@ def test_split_handles_abbreviations_lists_and_paragraphs():
 
 
 def test_no_boundary_inside_atomic_spans():
-    text = "Run this:\n```\nx = 1. Y = 2.\nprint(x)\n```\nDone. Then more."
+    text = "Run this.\n```\nx = 1. Y = 2.\nprint(x)\n```\nDone. Then more."
     assert "```\nx = 1. Y = 2.\nprint(x)\n```" in sentences(text)
 
 
@@ -92,3 +92,19 @@ def test_the_fixed_size_cut_never_splits_an_atomic_span():
     assert [text[s:e] for s, e in spans] == ["see", text[4:]]
     prose = ("word " * 100).strip()  # whitespace within max_chars: one sentence, as before
     assert split_sentences(prose) == [(0, len(prose))]
+
+
+def test_a_label_line_goes_on_into_its_value_and_tables_split_only_whole():
+    """Issue 33: "- Owner:" and its value on the next line were two sentences, and a
+    table was cut at the sentence ends inside its cells."""
+    text = "- Owner:\n  Alice Smith runs it.\n- Site:  \nOslo.\nAnswer:\n\n42"
+    assert sentences(text) == ["- Owner:\n  Alice Smith runs it.", "- Site:  \nOslo.",
+                               "Answer:", "42"]  # fmt: skip
+    table = "| a | b |\n|---|---|\n| 1 | Joined 2019. Leads it. |\n| 2 | Left. Moved on. |"
+    assert sentences(f"Intro. See below.\n{table}\nAfter. Done.") == [
+        "Intro.", "See below.", table, "After.", "Done.",
+    ]  # fmt: skip
+
+
+def test_khmer_full_stops_end_a_sentence():
+    assert sentences("ភ្នំពេញជារាជធានី។ទន្លេមេគង្គ។") == ["ភ្នំពេញជារាជធានី។", "ទន្លេមេគង្គ។"]

@@ -1,9 +1,10 @@
 """Documents the scorer cannot judge are kept verbatim (issue 23)."""
 
 import base64
+import json
 import random
 
-from compressors.verbatim import is_opaque, merge, partition
+from compressors.verbatim import is_opaque, keep_unjudged, merge, partition
 
 BLOB = base64.b64encode(random.Random(0).randbytes(6000)).decode()
 URL = "see https://example.com/" + "a/b?c=d&" * 380
@@ -22,3 +23,53 @@ def test_partition_and_merge_keep_order():
     chosen = partition(texts)
     assert chosen == [0, 2]
     assert merge(texts, chosen, ["a", "b"]) == ["a", BLOB, "b", URL]
+
+
+# -- issue 33: scripts the scorer cannot read, emoji, tables, JSON --------------------------
+
+THAI = "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย แม่น้ำเจ้าพระยาไหลผ่านใจกลางเมือง " * 10
+UNREAD = {
+    "thai": THAI,
+    "lao": "ວຽງຈັນແມ່ນນະຄອນຫຼວງຂອງລາວ ແມ່ນ້ຳຂອງໄຫຼຜ່ານເມືອງ " * 10,
+    "khmer": "ភ្នំពេញជារាជធានី។ ទន្លេមេគង្គហូរកាត់ទីក្រុង។ " * 10,
+    "myanmar": "ရန်ကုန်မြို့သည်ကြီးမားသည်။ ဈေးသည်နေ့တိုင်းဖွင့်သည်။ " * 10,
+    "tibetan": "ལྷ་སའི་གྲོང་ཁྱེར། " * 10,
+    "sinhala": "කොළඹ ශ්‍රී ලංකාවේ අගනුවරයි. " * 10,
+    "ethiopic": "አዲስ አበባ የኢትዮጵያ ዋና ከተማ ነች። " * 10,
+    "emoji": "🍕🍔 🌮\n🚀 🌕 ✨ 7319\n🇹🇭 👍🏽 👨‍👩‍👧 1️⃣\n" * 10,
+}
+READ = {
+    "chinese": CHINESE,
+    "korean": "서울은 대한민국의 수도이다. " * 10,
+    "arabic": "القاهرة هي عاصمة مصر. " * 10,
+    "hindi": "नई दिल्ली भारत की राजधानी है। " * 10,
+    "russian": "Москва — столица России. " * 10,
+    "japanese": "東京は日本の首都です。カタカナのテキストー。" * 5,
+    "english_with_a_few_emoji": "✅ The build passed on Monday. 🚀 We shipped it. " * 10,
+}
+
+
+def test_text_the_scorer_cannot_read_is_opaque():
+    for name, text in UNREAD.items():
+        assert is_opaque(text), name
+    for name, text in READ.items():
+        assert not is_opaque(text), name
+
+
+def test_tables_and_json_values_are_opaque_documents():
+    table = "| a | b |\n|---|---|\n" + "| Alice | Joined 2019. Leads it. |\n" * 10
+    array = json.dumps([{"name": f"n{i}", "note": f"Note {i}. More."} for i in range(20)],
+                       indent=2)  # fmt: skip
+    huge = json.dumps([f"item {i}. text" for i in range(30_000)], indent=1)  # > MAX_JSON_CHARS
+    html = "<table>" + "<tr><td>Alice</td><td>Joined 2019. Leads it.</td></tr>\n" * 10 + "</table>"
+    for text in (table, array, huge, html, f"Intro.\n{table}"):
+        assert is_opaque(text), text[:40]
+    assert not is_opaque(PROSE + "\n| a | b |\n|---|---|\n| 1 | 2 |")
+
+
+def test_units_the_scorer_cannot_judge_are_kept():
+    pieces = ["The report is long.", THAI[:120].strip(), f"See {BLOB[:300]} now.", "The end."]
+    text = " ".join(pieces)
+    units = [(text.index(p), text.index(p) + len(p)) for p in pieces]
+    assert keep_unjudged(text, units, [False, False, False, True]) == [False, True, True, True]
+    assert keep_unjudged(PROSE, [(0, 10)], [False]) == [False]
