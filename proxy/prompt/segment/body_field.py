@@ -2,17 +2,22 @@
 
     {"ragtrim": {"documents": ["...", ...], "question": "..."}}
 
-Each document string is looked up verbatim, in order: the first occurrence at or after
-the end of the previous document found, scanning messages in order. A document that
-is not found (or is not a non-empty string) is ignored. When none is found the
-recogniser does not match and the next one is tried. Without "question", the question
-is the last user message minus the documents (chat) or "" (completion).
+Each document string is looked up verbatim where the context is: from the end of the
+prompt backwards, the last document first, each at its last occurrence before the one
+found after it, in the messages that carry context (messages.CONTEXT_ROLES: never an
+assistant turn). So the documents keep their order, and a copy that quotes one earlier
+(the system prompt's instruction, an earlier turn) is left alone: the first occurrence
+was taken before, and a system prompt that quoted a document was rewritten instead of
+the context (47 -> 14 tokens, issue 33). A document that is not found (or is not a
+non-empty string) is ignored. When none is found the recogniser does not match and the
+next one is tried. Without "question", the question is the last user message minus the
+documents (chat) or "" (completion).
 
 Locating is linear: a document that is not there costs a scan of the rest of the
 prompt, so 20,000 absent documents in a 2 MB prompt cost 23.5 s on the event loop
 (issue 23). All the searches of one request together scan at most
-LOCATE_WORK_FACTOR × the prompt's characters (+ the documents' own); the documents
-left when that is spent are not located (they stay in the prompt as they are,
+LOCATE_WORK_FACTOR × the prompt's characters (+ the documents' own); the (earliest)
+documents left when that is spent are not located (they stay in the prompt as they are,
 uncompressed). The proxy caps the documents' number and size before this runs.
 """
 
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.prompt.segment.explicit import fallback_question, static_end
-from proxy.prompt.segment.messages import texts
+from proxy.prompt.segment.messages import context_texts
 from proxy.prompt.segment.model import Segmentation, Slot
 
 NAME = "body_field"
@@ -36,7 +41,7 @@ class BodyField:
     field: Any = None
 
     def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
-        slots = locate(list(enumerate(texts(messages))), self._documents())
+        slots = locate(list(enumerate(context_texts(messages))), self._documents())
         question = self._question()
         if question is None and slots:
             question = fallback_question(messages, slots)
@@ -63,35 +68,37 @@ class BodyField:
 
 
 def locate(sources: Sources, docs: Sequence[str]) -> tuple[Slot, ...]:
-    """Slots for `docs` found in order in `sources` ((message, text) pairs)."""
+    """Slots for `docs` found in order in `sources` ((message, text) pairs), searched
+    from the end backwards (module docstring)."""
     slots: list[Slot] = []
-    index, offset = 0, 0
+    index, limit = len(sources) - 1, None  # the next slot ends at or before (index, limit)
     left = LOCATE_WORK_FACTOR * sum(len(t) for _, t in sources if t) + sum(map(len, docs))
-    for doc in docs:
+    for doc in reversed(docs):
         if left <= 0:
             break
-        found, used = _find(sources, doc, index, offset, left)
+        found, used = _rfind(sources, doc, index, limit, left)
         left -= used
         if found is not None:
             index, slot = found
             slots.append(slot)
-            offset = slot.end
-    return tuple(slots)
+            limit = slot.start
+    return tuple(reversed(slots))
 
 
-def _find(sources: Sources, doc: str, index: int, offset: int, left: int):
-    """((message index, slot) or None, characters scanned): at most `left` scanned."""
+def _rfind(sources: Sources, doc: str, index: int, limit: int | None, left: int):
+    """((message index, slot) or None, characters scanned): the last occurrence of `doc`
+    ending at or before (index, limit); at most `left` characters scanned."""
     used = 0
-    for i in range(index, len(sources)):
+    for i in range(index, -1, -1):
         message, text = sources[i]
         if text is None:
             continue
-        begin = offset if i == index else 0
-        stop = min(len(text), begin + (left - used) + len(doc))
-        start = text.find(doc, begin, stop)
+        end = limit if i == index and limit is not None else len(text)
+        begin = max(0, end - (left - used) - len(doc))
+        start = text.rfind(doc, begin, end)
         if start >= 0:
-            return (i, Slot(message, start, start + len(doc), doc)), used + start + len(doc) - begin
-        used += max(0, stop - begin)
+            return (i, Slot(message, start, start + len(doc), doc)), used + end - start
+        used += end - begin
         if used >= left:
             break
     return None, used

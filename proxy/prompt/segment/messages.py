@@ -3,6 +3,10 @@
 A message's text is its string `content`, or the one text part of a list `content`
 (other parts, e.g. images, are kept as they are). A list with several text parts has
 no text here: no recogniser looks inside it, so it passes through untouched.
+
+Only messages whose role carries context (CONTEXT_ROLES: the system prompt, the user's
+turns, tool results) are searched for documents (`context_texts`). An assistant turn is
+the model's own output: one that quoted a document was rewritten in its place (issue 33).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 SYSTEM_ROLES = ("system", "developer")
+CONTEXT_ROLES = (*SYSTEM_ROLES, "user", "tool", "function")
 
 
 def message_text(message: Any) -> str | None:
@@ -39,6 +44,11 @@ def with_text(message: dict, text: str) -> dict:
 
 def texts(messages: Sequence[Any]) -> list[str | None]:
     return [message_text(m) for m in messages]
+
+
+def context_texts(messages: Sequence[Any]) -> list[str | None]:
+    """Each message's text where its role carries context, else None (module docstring)."""
+    return [message_text(m) if role(m) in CONTEXT_ROLES else None for m in messages]
 
 
 def role(message: Any) -> str | None:

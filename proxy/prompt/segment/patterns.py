@@ -25,7 +25,7 @@ from typing import Any
 import regex
 
 from proxy.prompt.segment.explicit import fallback_question
-from proxy.prompt.segment.messages import texts
+from proxy.prompt.segment.messages import context_texts
 from proxy.prompt.segment.model import Segmentation
 from proxy.prompt.segment.split import split_documents
 
@@ -53,7 +53,7 @@ class Patterns:
         return cls(tuple(compile_pattern(source) for source in sources), timeout)
 
     def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
-        return self._match(list(enumerate(texts(messages))), messages)
+        return self._match(list(enumerate(context_texts(messages))), messages)
 
     def match_prompt(self, prompt: str) -> Segmentation | None:
         return self._match([(None, prompt)], ())

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from proxy.prompt.segment.explicit import fallback_question, static_end
-from proxy.prompt.segment.messages import texts
+from proxy.prompt.segment.messages import context_texts
 from proxy.prompt.segment.model import Position, Segmentation, Slot
 
 NAME = "tags"
@@ -33,7 +33,7 @@ Sources = Sequence[tuple[int | None, str | None]]
 
 class Tags:
     def match_chat(self, messages: Sequence[Any]) -> Segmentation | None:
-        return _match(list(enumerate(texts(messages))), messages)
+        return _match(list(enumerate(context_texts(messages))), messages)
 
     def match_prompt(self, prompt: str) -> Segmentation | None:
         return _match([(None, prompt)], ())

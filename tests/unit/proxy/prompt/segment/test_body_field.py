@@ -65,3 +65,40 @@ def test_body_field_wins_over_tags():
     messages = [{"role": "user", "content": "<ragtrim:doc>d</ragtrim:doc>"}]
     seg = segment_chat(messages, body_field={"documents": ["d"], "question": "q"})
     assert seg.template == "body_field"
+
+
+# -- issue 33: only the context is rewritten ----------------------------------------------
+
+
+def test_a_system_prompt_or_an_assistant_turn_quoting_a_document_is_left_alone():
+    """The first occurrence was taken: the system prompt's instruction (47 -> 14 tokens)
+    or an earlier assistant turn that quoted the document was rewritten instead."""
+    context = "\n\n".join(DOCS)
+    messages = [
+        {"role": "system", "content": f"Answer from documents like: {DOCS[0]} Be brief."},
+        {"role": "user", "content": "Summarise the documents."},
+        {"role": "assistant", "content": f"They say {DOCS[1]} and {DOCS[2]}"},
+        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {QUESTION}"},
+    ]
+    seg = segment_chat(messages, body_field={"documents": list(DOCS)})
+    assert [d.message for d in seg.documents] == [3, 3, 3]
+    assert seg.question.split() == ["Context:", "Question:", *QUESTION.split()]
+    out = apply_chat(messages, seg, ["a", "b", "c"])
+    assert out[:3] == messages[:3]
+    assert out[3]["content"] == f"Context:\na\n\nb\n\nc\n\nQuestion: {QUESTION}"
+
+
+def test_a_document_only_in_the_system_prompt_is_found_there_but_never_in_a_reply():
+    messages = [
+        {"role": "system", "content": f"Context: {DOCS[0]}"},
+        {"role": "assistant", "content": DOCS[1]},
+        {"role": "user", "content": QUESTION},
+    ]
+    seg = segment_chat(messages, body_field={"documents": list(DOCS[:2])})
+    assert [(d.message, d.text) for d in seg.documents] == [(0, DOCS[0])]
+    prompt = f"Example: {DOCS[0]}\nContext: {DOCS[0]}\n{DOCS[1]}\nQ: {QUESTION}"
+    seg = segment_prompt(prompt, body_field={"documents": list(DOCS[:2])})
+    assert [d.start for d in seg.documents] == [
+        prompt.index("Context: ") + 9,
+        prompt.index(DOCS[1]),
+    ]

@@ -58,3 +58,15 @@ def test_pattern_without_context_group_is_an_error():
 
 def test_no_pattern_matches():
     assert segment_prompt(render(), patterns=[r"nope(?P<context>.*)"]) is None
+
+
+def test_patterns_never_match_inside_an_assistant_turn():
+    """Issue 33: a reply that quoted the context matched first and was rewritten."""
+    pattern = [r"DOCS:(?P<context>.*?)END"]
+    messages = [
+        {"role": "assistant", "content": "Earlier: DOCS: quoted text END"},
+        {"role": "user", "content": "DOCS: real context END Why?"},
+    ]
+    seg = segment_chat(messages, patterns=pattern)
+    assert [(d.message, d.text) for d in seg.documents] == [(1, "real context")]
+    assert segment_chat(messages[:1], patterns=pattern) is None

@@ -91,3 +91,13 @@ def test_question_markers_inside_a_document_belong_to_the_document():
     prompt = f"<ragtrim:doc>{doc}</ragtrim:doc>"
     seg = segment_prompt(prompt)
     assert apply_prompt(prompt, seg, [doc]) == doc
+
+
+def test_tags_in_an_assistant_turn_are_not_context():
+    """Issue 33: an assistant turn is the model's own text; a quote in it is not context."""
+    quoted = {"role": "assistant", "content": "You sent <ragtrim:doc>old</ragtrim:doc>."}
+    messages = [quoted, {"role": "user", "content": "<ragtrim:doc>new</ragtrim:doc> Why?"}]
+    seg = segment_chat(messages)
+    assert [(d.message, d.text) for d in seg.documents] == [(1, "new")]
+    assert apply_chat(messages, seg, ["n"]) == [quoted, {"role": "user", "content": "n Why?"}]
+    assert segment_chat([quoted, {"role": "user", "content": "Why?"}]) is None
