@@ -9,7 +9,7 @@ document and enforces the timeout; a compressor never reads the environment.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 TokenCounter = Callable[[str], int]
@@ -45,8 +45,15 @@ class DocumentResult:
 
 @dataclass(frozen=True)
 class CompressionResult:
+    """`question_ms`: of the call's time, what the question's part took (its encoding and
+    every step whose size grows with it), where the compressor can tell; 0 otherwise.
+    The proxy learns a job's cost from the documents' part only (issue 33: a giant
+    question taught everyone's price a ~320 ms fixed part). Not part of the output: it
+    is left out of equality, so the same input still compares equal."""
+
     compressor: str
     documents: tuple[DocumentResult, ...]
+    question_ms: float = field(default=0.0, compare=False)
 
     @property
     def texts(self) -> tuple[str, ...]:

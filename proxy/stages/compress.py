@@ -8,6 +8,9 @@ characters per token learned from each compression (the compressor counts exactl
 in the worker). The decision barely depends on it (saving and cost both scale with
 the count) and an exact count on the event loop cost ~2.4 ms per 2k tokens, which
 requests the gate skips paid as pure overhead (serialised at concurrency 4).
+No request teaches it for others (issue 33): per tenant, from the documents the
+compressor tokenized (never memo hits), on visible characters, clamped and aged
+(proxy/token_estimate.py); the gate's laws likewise learn per tenant (proxy/gate.py).
 
 No silent loss of context (issue 23): a context beyond `compression.limits` is
 forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, long
@@ -25,15 +28,15 @@ from dataclasses import dataclass, field
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
 from proxy.context import RequestContext
 from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
-from proxy.gate import CostGate, RobustRate
+from proxy.gate import CostGate
 from proxy.metrics import Metrics
 from proxy.pipeline import describe_error
 from proxy.recalibration import Recalibration
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.segment import within_limits
+from proxy.token_estimate import TokenEstimate, visible_chars
 
 log = logging.getLogger("ragtrim.compress")
-CHARS_PER_TOKEN = 4.0  # English prose in BPE tokens, until compressions have measured it
 
 
 @dataclass(eq=False)
@@ -47,7 +50,7 @@ class CompressStage:
     log_prompts: bool
     limits: CompressionLimitSettings
     recalibration: Recalibration | None = None  # None: the start-up calibration only
-    chars_per_token: RobustRate = field(default_factory=RobustRate, init=False)  # "ms" = chars
+    estimate: TokenEstimate = field(default_factory=TokenEstimate, init=False)
     _calibrated: bool = field(default=False, init=False)
     name = "compress"
 
@@ -56,11 +59,20 @@ class CompressStage:
         first decision that can use it."""
         if not self._calibrated and self.engine.calibration is not None:
             self._calibrated = True
-            self.gate.observe_compression(self.engine.calibration)
+            self.gate.observe_calibration(self.engine.calibration)
 
-    def estimate_tokens(self, texts: list[str]) -> int:
-        per_token = self.chars_per_token.value() or CHARS_PER_TOKEN
-        return round(sum(len(t) for t in texts) / per_token)
+    def estimate_tokens(self, texts: list[str], tenant: str = "") -> int:
+        return self.estimate.tokens(tenant, texts)
+
+    def _learn(self, tenant: str, texts: list[str], outcome: Outcome) -> None:
+        """What this job teaches `tenant`'s prices (issue 33): its cost, and the characters
+        per token of the documents the compressor counted now (memo hits teach nothing)."""
+        self.gate.observe_compression(outcome, tenant)
+        if outcome.misses and self.recalibration is not None:
+            self.recalibration.learned()
+        fresh = [texts[i] for i in outcome.fresh if i < len(texts)]
+        if fresh:
+            self.estimate.learn(tenant, visible_chars(fresh), outcome.fresh_tokens)
 
     async def __call__(self, ctx: RequestContext) -> None:
         seg = ctx.segmentation
@@ -116,29 +128,25 @@ class CompressStage:
             ctx.response_headers["x-ragtrim-decision"] = f"failed-open:{reason}"
             return None
         self._record(ctx, outcome)
-        self.gate.observe_compression(outcome)
-        if outcome.misses and self.recalibration is not None:
-            self.recalibration.learned()
-        self.chars_per_token.add(sum(len(t) for t in texts), outcome.tokens_before)
+        self._learn(ctx.tenant, texts, outcome)
         return outcome
 
     async def _decide(self, ctx, texts: list[str], question: str, rate: float):
         """The gate's call; the memo and the features are looked up only when it needs
         them (not for a policy or a short context)."""
-        tokens = self.estimate_tokens(texts)
+        tenant = ctx.tenant
+        tokens = self.estimate_tokens(texts, tenant)
         early = self.gate.decide_early(tokens, _expected(rate))
         if early is not None:
             return early
-        found = await self.engine.lookup(texts, question, rate, ctx.tenant)
-        per_char = self.gate.compressor_ms_per_token() / (
-            self.chars_per_token.value() or CHARS_PER_TOKEN
-        )
+        found = await self.engine.lookup(texts, question, rate, tenant)
+        per_char = self.gate.compressor_ms_per_token(tenant) / self.estimate.chars_per_token(tenant)
         hits = sum(e is not None for e in found)
         return self.gate.decide(context_tokens=tokens, cached_docs=hits,
                                 total_docs=len(texts), rate=_expected(rate),
                                 wait_ms=self.engine.expected_wait_ms(per_char),
-                                seen_docs=await self._seen(texts, found, ctx.tenant),
-                                in_flight=self.engine.in_flight())  # fmt: skip
+                                seen_docs=await self._seen(texts, found, tenant),
+                                in_flight=self.engine.in_flight(), tenant=tenant)  # fmt: skip
 
     async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
         """Output-memo misses whose features are memoized: the gate prices them at the

@@ -40,7 +40,7 @@ def decide(g: CostGate, tokens: int, **kw):
 
 def test_a_small_context_skips_a_big_one_compresses():
     g = learned()
-    assert g.compress_cost.fixed_ms == pytest.approx(12) and g.compressor_ms_per_token() == (
+    assert g.laws.get("").cold.fixed_ms == pytest.approx(12) and g.compressor_ms_per_token() == (
         pytest.approx(0.003)
     )
     small = decide(g, 550)  # saves 550 × 0.67 × 0.03 ≈ 11 ms, costs 12 + 1.65
@@ -73,11 +73,14 @@ def test_seen_jobs_learn_their_own_fixed_part_and_never_cost_more_than_cold():
     g = learned()
     for tokens in (500, 1000, 2000):  # all seen: 2 ms per job + 0.5 ms per 1k
         g.observe_compression(Out(tokens, ms=2 + 0.0005 * tokens, seen=4))
-    assert g.seen_cost.fixed_ms == pytest.approx(2) and g.seen_ms_per_token() == (
+    assert g.laws.get("").seen.fixed_ms == pytest.approx(2) and g.seen_ms_per_token() == (
         pytest.approx(0.0005)
     )
     assert g.work_ms(2000, 0, 4, 4) == pytest.approx(3)
     assert g.work_ms(2000, 0, 2, 4) == pytest.approx(2 + 0.5 + 3)  # seen half + cold half
     assert decide(g, 550, seen_docs=4).action == "compress"  # 2.3 ms against ~11 saved
-    g.seen_cost.fixed_ms = 50.0  # a seen law dearer than cold: the cold price holds
-    assert g.work_ms(2000, 0, 4, 4) == pytest.approx(18)
+    dear = learned()  # a seen law dearer than cold: the cold price holds
+    for tokens in (500, 1000, 2000):
+        dear.observe_compression(Out(tokens, ms=45 + 0.0005 * tokens, seen=4))
+    assert dear.laws.get("").seen.fixed_ms == pytest.approx(45)
+    assert dear.work_ms(2000, 0, 4, 4) == pytest.approx(18)

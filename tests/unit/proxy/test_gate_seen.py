@@ -52,7 +52,7 @@ def test_contention_scales_the_cost_and_is_divided_out_of_samples():
     g.observe_compression(Out(1000, 0, 2, work_ms=4.5, seen=1))  # 4 ms of it the cold half
     g.observe_compression(Out(1000, 0, 2, work_ms=4.5, seen=1))
     # seen parts of 1000, 500, 500 tokens each took 0.5 ms: a fixed cost, none per token
-    assert g.seen_cost.fixed_ms == 0.5 and g.seen_ms_per_token() == 0.0
+    assert g.laws.get("").seen.fixed_ms == 0.5 and g.seen_ms_per_token() == 0.0
     assert g.work_ms(2000, 0, 4, 4) == 0.5
     assert abs(g.compressor_ms_per_token() - 0.008) < 1e-12  # a mix never moves the cold rate
 

@@ -49,7 +49,7 @@ async def skip_then_settle(recal: Recalibration) -> None:
 
 def test_a_busy_start_up_measurement_is_outvoted_by_quiet_ones():
     g, clock = gate(), Clock()
-    g.observe_compression(Outcome(ms=450 * 1.0))  # 1 ms per token: a loaded machine
+    g.observe_calibration(Outcome(ms=450 * 1.0))  # 1 ms per token: a loaded machine
     assert decide(g).for_cost  # 2000 tokens cost 2 s, save 134 ms: skipped for cost
     recal = Recalibration(Engine(ms=450 * 0.01), g, every_s=30, clock=clock)
     for _ in range(2):
