@@ -147,3 +147,28 @@ def test_queue_wait_counts_into_the_cost():
     warm = g.decide(context_tokens=2000, cached_docs=4, total_docs=4, rate=0.33,
                     wait_ms=500)  # fmt: skip
     assert warm.action == "compress"  # every document memoized: no worker, no wait
+
+
+def test_vllm_metrics_outrank_ttfts_and_a_ttft_teaches_its_tenant_only():
+    """Issue 33: a tenant can inflate its own TTFTs (its queue, a grammar to compile)."""
+    g = gate()
+    for tokens in (500, 1000, 2000):
+        g.observe_prefill("b", tokens, tokens * 2.0, "stream", "acme")
+    assert g.prefill_ms_per_token("acme") == pytest.approx(2.0)
+    assert g.prefill_ms_per_token("globex") is None
+    for tokens in (500, 1000, 2000):
+        g.observe_prefill("b", tokens, 5 + tokens * 0.03, "metrics")
+    g.observe_prefill("b", 3000, 9000.0, "stream", "acme")  # no longer teaches "b"
+    assert (
+        g.prefill_ms_per_token("acme") == g.prefill_ms_per_token("globex") == (pytest.approx(0.03))
+    )
+
+
+def test_prefill_law_is_clamped_to_its_band():
+    from proxy.prefill_cost import BAND
+
+    slow, fast = PrefillLaw(), PrefillLaw()
+    for tokens in (500, 1000):
+        slow.add(tokens * 1000.0, tokens, "metrics")  # a second per token
+        fast.add(tokens * 1e-6, tokens, "metrics")
+    assert slow.value() == BAND[1] and fast.value() == BAND[0]

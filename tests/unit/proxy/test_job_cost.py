@@ -60,3 +60,49 @@ def test_the_prefill_law_is_the_slope_of_the_same_fit_and_no_law_at_zero():
     live = [(tokens, ms) for tokens, ms, _ in law.streamed.get("").samples]
     assert law.value() == pytest.approx(fit(live)[0]) and law.value() > 0
     assert job.fixed_ms == pytest.approx(30.0)  # the median of ms - 0 × tokens
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_part_is_clamped_to_its_physical_band():
+    """Issue 33: a job law is clamped (proxy/job_cost.py says where the bounds come from)."""
+    from proxy.job_cost import MAX_FIXED_MS, MAX_MS_PER_TOKEN
+
+    fixed = JobCost()
+    for tokens in (100, 1000, 4000):  # 400 ms whatever the size: a giant question's part
+        fixed.add(400, tokens)
+    assert fixed.fixed_ms == MAX_FIXED_MS and fixed.per_token == 0.0
+    steep = JobCost()
+    steep.add(1e6, 1000)  # 1 s per token
+    assert steep.per_token == MAX_MS_PER_TOKEN
+
+
+def test_samples_age_out_so_a_poisoned_law_recovers_within_60_s():
+    from proxy.learning import MAX_AGE_S
+
+    clock = Clock()
+    law = JobCost(clock=clock)
+    for tokens in (500, 1000, 2000):
+        law.add(45 + 0.3 * tokens, tokens)  # poisoned: 45 ms fixed, 0.3 ms per token
+    clock.now += MAX_AGE_S / 2
+    for tokens in (500, 1000, 2000):
+        law.add(2 + 0.01 * tokens, tokens)  # the truth, 30 s later
+    assert law.fixed_ms > 2
+    clock.now += MAX_AGE_S / 2 + 1  # the poisoned samples are 61 s old: gone
+    assert law.per_token == pytest.approx(0.01) and law.fixed_ms == pytest.approx(2)
+    clock.now += MAX_AGE_S  # nothing fresh: no law (the gate falls back)
+    assert law.per_token is None and law.fixed_ms == 0.0 and law.ms(100) is None
+
+
+def test_a_law_without_an_age_keeps_its_samples():
+    clock = Clock()
+    law = JobCost(max_age=None, clock=clock)  # the calibration runs' law
+    law.add(10, 1000)
+    clock.now += 1e6
+    assert law.per_token == pytest.approx(0.01)
