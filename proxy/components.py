@@ -29,6 +29,7 @@ from proxy.metrics import Metrics
 from proxy.operations import Operations
 from proxy.pipeline import Pipeline, Stage
 from proxy.prompt.segment import Segmenter
+from proxy.protocol import RequestParser
 from proxy.ratelimit import RateLimiter
 from proxy.recalibration import Recalibration
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
@@ -42,7 +43,7 @@ from proxy.settings import CompressionSettings, Settings
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
 from proxy.stages.options import OptionsStage
-from proxy.stages.quota import QuotaStage
+from proxy.stages.quota import QuotaCheck, QuotaStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage
 from proxy.stages.usage import UsageStage
@@ -157,14 +158,15 @@ def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool
 
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
                 gate: CostGate, metrics: Metrics,
-                quota: Stage | None = None) -> list[Stage]:  # fmt: skip
+                quota: QuotaStage | None = None) -> list[Stage]:  # fmt: skip
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
-        SegmentStage(segmenter, c.limits),
+        *([QuotaCheck(quota, rate)] if quota else []),  # before any expensive work
+        SegmentStage(segmenter, c.limits, settings.requests),
         CompressStage(
             engine,
             gate,
@@ -174,7 +176,7 @@ def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngi
             c.limits,
             Recalibration(engine, gate, c.recalibrate_s),
         ),  # fmt: skip
-        CanonicalizeStage(settings.canonical, metrics),
+        CanonicalizeStage(settings.canonical, metrics, c.limits.offload_bytes),
         *([quota] if quota else []),  # after compression: compression buys quota
         UsageStage(),
     ]
@@ -223,7 +225,8 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Ope
         access_log=AccessLog(access_logger(), settings.log_prompts)
         if settings.access_log.enabled else None,
         accounting=Accounting(store, a, settings.tenancy, metrics) if a.enabled else None,
-        quota=QuotaStage(limiter, metrics, known) if q.active else None,
+        quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
+        if q.active else None,
     )  # fmt: skip
 
 
@@ -247,7 +250,9 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                             make_hooks(settings, metrics, ops.wrap_feedback(feedback)))  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
                      Admission(settings.limits, metrics), tenant.authenticate,
-                     settings.max_body_bytes, log_prompts=settings.log_prompts)  # fmt: skip
+                     settings.max_body_bytes, log_prompts=settings.log_prompts,
+                     parser=RequestParser(settings.requests,
+                                          settings.compression.limits.offload_bytes))  # fmt: skip
 
 
 def build(

@@ -22,7 +22,7 @@ from proxy.admission import Admission
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError
 from proxy.pipeline import Pipeline, describe_error
-from proxy.protocol import parse_body
+from proxy.protocol import RequestParser
 from proxy.relay import ClientDisconnected, Reply
 from proxy.response.path import ResponsePath
 from proxy.routing.endpoint import EndpointPool
@@ -59,6 +59,7 @@ class Forwarder:
     authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
     max_body_bytes: int
     log_prompts: bool
+    parser: RequestParser  # the body's parse and shape caps, off the loop when big (issue 33)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip
@@ -91,7 +92,8 @@ class Forwarder:
             ctx = RequestContext(request_id, route, raw, {}, headers)
             ctx.tenant = tenant
             return ctx
-        ctx = RequestContext(request_id, route, raw, parse_body(raw, route), headers)
+        body = await self.parser.parse(raw, route)
+        ctx = RequestContext(request_id, route, raw, body, headers)
         await self.pipeline.run(ctx)
         return ctx
 

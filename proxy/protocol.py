@@ -8,36 +8,48 @@ orjson parses ≈ 5× faster than the stdlib and bounds nesting depth (a body ne
 100,000 deep is a 400, not a RecursionError). It reads an integer beyond 64 bits as a
 float (10**20 became 1e+20 in rewritten bodies: issue 23), so a body with a run of 19
 or more digits, the shortest such integer, is parsed again by the stdlib, whose ints
-are exact; proxy/prompt/body.py writes them back exactly.
+are exact; proxy/prompt/exact_json.py writes them back exactly.
+
+Bounded work (issue 33): a 14 MB body of 25k tools held the event loop 2.4 s. A JSON
+parser holds the GIL for its whole call, in a worker thread too, so the parse itself
+is bounded before it starts: the raw bytes' commas and brackets bound the values it
+will build (`requests.max_json_values`, `max_json_containers`; 413). After it, the
+counts ragtrim's later work walks (messages, content parts, tools, tool calls) are
+capped, each a 400 naming its field as OpenAI's API does (`array_above_max_length`).
+`RequestParser` runs all of it in a worker thread for a body above `offload_bytes`,
+where the Python-level checks let the loop in between.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import orjson
 
-from proxy.errors import InvalidRequest
+from proxy.errors import InvalidRequest, PayloadTooLarge
+from proxy.prompt.exact_json import exact_int
+from proxy.settings import RequestLimitSettings
 
-# Every digit to "0", then one substring search: same meaning as re.search(rb"\d{19}"), but
-# ~2 ms on a 2 MB body where the regex took 60-100 ms on the event loop (issue 23).
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# Every digit to "0" and "[" to "{", then substring searches and counts: the same
+# meaning as re.search(rb"\d{19}"), ~2 ms on a 2 MB body where the regex took 60-100 ms
+# on the event loop (issue 23); the same bytes count the containers and values.
+_MARKS = bytes.maketrans(b"123456789[", b"000000000{")
 _LONG_RUN = b"0" * 19
 
 
-def _has_long_digit_run(raw: bytes) -> bool:
-    return _LONG_RUN in raw.translate(_DIGITS_TO_ZERO)
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
+def parse_json(raw: bytes, limits: RequestLimitSettings | None = None) -> dict[str, Any]:
+    marks = raw.translate(_MARKS)
+    if limits is not None:
+        _check_size(marks, limits)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from exc
-    if _has_long_digit_run(raw):  # maybe an integer orjson made a float: exact ints
+    if _LONG_RUN in marks:  # maybe an integer orjson made a float: exact ints
         try:
-            data = json.loads(raw)
+            data = json.loads(raw, parse_int=exact_int)  # BigInt beyond 64 bits
         except RecursionError as exc:  # valid JSON that orjson's depth limit let through
             raise InvalidRequest("request body is nested too deeply") from exc
     if not isinstance(data, dict):
@@ -45,11 +57,32 @@ def parse_json(raw: bytes) -> dict[str, Any]:
     return data
 
 
+def _check_size(marks: bytes, limits: RequestLimitSettings) -> None:
+    """413 before parsing: upper bounds on what the parse would build (issue 33)."""
+    containers = marks.count(b"{")
+    values = 1 + marks.count(b",") + containers
+    for count, cap, what in ((containers, limits.max_json_containers, "max_json_containers"),
+                             (values, limits.max_json_values, "max_json_values")):  # fmt: skip
+        if count > cap:
+            raise PayloadTooLarge(
+                f"request body has up to {count} JSON {what.removeprefix('max_json_')}, at "
+                f"most {cap} (requests.{what})", code="request_too_complex",
+            )  # fmt: skip
+
+
 def _fail(param: str, message: str) -> InvalidRequest:
     return InvalidRequest(f"{param}: {message}", param=param)
 
 
-def _check_common(data: dict[str, Any]) -> None:
+def _too_long(param: str, count: int, cap: int, setting: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"Invalid '{param}': array too long. Expected an array with maximum length {cap}, "
+        f"but got an array with length {count} instead (requests.{setting}).",
+        param=param, code="array_above_max_length",
+    )  # fmt: skip
+
+
+def _check_common(data: dict[str, Any], limits: RequestLimitSettings) -> None:
     if not isinstance(data.get("model"), str):
         raise _fail("model", "a string is required")
     if not isinstance(data.get("stream", False), bool):
@@ -57,11 +90,18 @@ def _check_common(data: dict[str, Any]) -> None:
     options = data.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise _fail("stream_options", "must be an object")
+    for field in ("tools", "functions"):
+        value = data.get(field)
+        if isinstance(value, list) and len(value) > limits.max_tools:
+            raise _too_long(field, len(value), limits.max_tools, "max_tools")
 
 
-def _check_messages(messages: Any) -> None:
+def _check_messages(messages: Any, limits: RequestLimitSettings) -> None:
     if not isinstance(messages, list):
         raise _fail("messages", "a list of messages is required")
+    if len(messages) > limits.max_messages:
+        raise _too_long("messages", len(messages), limits.max_messages, "max_messages")
+    parts = calls = 0
     for i, message in enumerate(messages):
         if not isinstance(message, dict):
             raise _fail(f"messages.{i}", "must be an object")
@@ -70,8 +110,18 @@ def _check_messages(messages: Any) -> None:
         content = message.get("content")
         if content is not None and not isinstance(content, str | list):
             raise _fail(f"messages.{i}.content", "must be a string or a list of parts")
-        if isinstance(content, list) and not all(isinstance(p, dict) for p in content):
-            raise _fail(f"messages.{i}.content", "every part must be an object")
+        if isinstance(content, list):
+            parts += len(content)
+            if parts > limits.max_content_parts:
+                raise _too_long(f"messages.{i}.content", parts, limits.max_content_parts,
+                                "max_content_parts")  # fmt: skip
+            if not all(isinstance(p, dict) for p in content):
+                raise _fail(f"messages.{i}.content", "every part must be an object")
+        tool_calls = message.get("tool_calls")
+        calls += len(tool_calls) if isinstance(tool_calls, list) else 0
+        if calls > limits.max_tool_calls:
+            raise _too_long(f"messages.{i}.tool_calls", calls, limits.max_tool_calls,
+                            "max_tool_calls")  # fmt: skip
 
 
 def _is_prompt(prompt: Any) -> bool:
@@ -86,12 +136,28 @@ def _is_prompt(prompt: Any) -> bool:
     return all(type(p) is kind for p in prompt)
 
 
-def parse_body(raw: bytes, route: str) -> dict[str, Any]:
-    """JSON-decode and type-check; return the plain dict (the forwarded truth)."""
-    data = parse_json(raw)
-    _check_common(data)
+def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = None) -> dict:
+    """JSON-decode, bound and type-check; return the plain dict (the forwarded truth)."""
+    limits = limits or RequestLimitSettings()
+    data = parse_json(raw, limits)
+    _check_common(data, limits)
     if route == "chat":
-        _check_messages(data.get("messages"))
+        _check_messages(data.get("messages"), limits)
     elif not _is_prompt(data.get("prompt")):
         raise _fail("prompt", "a string, a list of strings or token ids is required")
     return data
+
+
+class RequestParser:
+    """parse_body for the forwarder: in a worker thread above `offload_bytes` (the
+    setting compression.limits.offload_bytes), where its Python-level checks let the
+    event loop in between; on the loop below, where the thread hop costs more."""
+
+    def __init__(self, limits: RequestLimitSettings, offload_bytes: int):
+        self.limits = limits
+        self.offload_bytes = offload_bytes
+
+    async def parse(self, raw: bytes, route: str) -> dict[str, Any]:
+        if len(raw) > self.offload_bytes:
+            return await asyncio.to_thread(parse_body, raw, route, self.limits)
+        return parse_body(raw, route, self.limits)

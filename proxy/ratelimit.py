@@ -10,9 +10,16 @@ window — no slack per replica. Refused requests are not counted. The price of 
 window: a client may spend a whole window's quota at the end of one window and again
 at the start of the next (up to 2× the limit over any span of window_s).
 
-Tokens are counted after compression (compression buys quota) and estimated from the
-prompt's characters (4 per token, OpenAI's rule of thumb): vLLM's own count exists
-only once the answer comes back, too late to refuse the request.
+Tokens are estimated from every prompt form vLLM will count (issue 33: token ids,
+`tools` and tool-call arguments were free): message texts and string prompts at 4
+characters per token (OpenAI's rule of thumb), token ids one each, every other field
+(tools, tool calls, content parts, schemas, documents, ...) by its JSON bytes, 4 per
+token, and each non-text content part at least NON_TEXT_PART_TOKENS. vLLM's own count
+exists only once the answer comes back, too late to refuse the request. Two checks
+(proxy/stages/quota.py): before segmentation, without counting, what compression
+cannot shrink (everything but the message texts) must fit in what is left, so a tenant
+already out costs no segmentation or compression; after compression the whole request
+is counted (compression buys quota).
 
 Redis down (or no Redis at all): the store calls `local`. Without a shared store, and
 with `quotas.redis_down=local`, each replica enforces the same limits alone (a fleet
@@ -33,9 +40,12 @@ from dataclasses import dataclass
 from cache.store import KVStore
 from proxy.errors import Overloaded
 from proxy.metrics import Metrics
+from proxy.prompt.exact_json import dumps
+from proxy.prompt.segment import message_text
 from proxy.settings import QuotaSettings
 
 CHARS_PER_TOKEN = 4
+NON_TEXT_PART_TOKENS = 85  # OpenAI's price of a low-detail image: a part's least weight
 Counts = tuple[int, int, int, int]  # admitted (1/0), requests, tokens, ms to the window's end
 
 WINDOW_LUA = """
@@ -48,7 +58,7 @@ local reqs = tonumber(redis.call('HGET', key, 'r') or '0')
 local toks = tonumber(redis.call('HGET', key, 't') or '0')
 local rl, tl, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local ok = (rl == 0 or reqs + 1 <= rl) and (tl == 0 or toks + n <= tl)
-if ok then
+if ok and ARGV[5] == '1' then
   reqs = redis.call('HINCRBY', key, 'r', 1)
   toks = redis.call('HINCRBY', key, 't', n)
   redis.call('PEXPIRE', key, window * 2)
@@ -124,14 +134,14 @@ class LocalWindow:
         self.clock = clock
         self._counts: dict[str, tuple[int, int, int]] = {}  # tenant → (start, reqs, tokens)
 
-    def admit(self, tenant: str, rpm: int, tpm: int, tokens: int) -> Counts:
+    def admit(self, tenant: str, rpm: int, tpm: int, tokens: int, commit: bool = True) -> Counts:
         now = int(self.clock() * 1000)
         start = now - now % self.window_ms
         began, reqs, toks = self._counts.get(tenant, (start, 0, 0))
         if began != start:
             reqs = toks = 0
         ok = (rpm == 0 or reqs + 1 <= rpm) and (tpm == 0 or toks + tokens <= tpm)
-        if ok:
+        if ok and commit:
             reqs, toks = reqs + 1, toks + tokens
         self._counts[tenant] = (start, reqs, toks)
         return int(ok), reqs, toks, start + self.window_ms - now
@@ -149,8 +159,9 @@ class RateLimiter:
         self.local = LocalWindow(self.window_ms, clock)
         self.owns_store = owns_store  # True: a store opened for the limiter alone
 
-    async def admit(self, tenant: str, tokens: int) -> Verdict | None:
-        """The verdict for one request of `tokens` prompt tokens; None: no limit applies."""
+    async def admit(self, tenant: str, tokens: int, commit: bool = True) -> Verdict | None:
+        """The verdict for one request of `tokens` prompt tokens; None: no limit applies.
+        `commit=False` only asks whether it would fit: nothing is counted."""
         rpm, tpm = self.settings.limits_of(tenant)
         if not rpm and not tpm:
             return None
@@ -159,9 +170,9 @@ class RateLimiter:
             if self.shared and self.settings.redis_down == "open":
                 self.metrics.quota_fail_open.inc()
                 return 1, 0, 0, self.window_ms
-            return self.local.admit(tenant, rpm, tpm, tokens)
+            return self.local.admit(tenant, rpm, tpm, tokens, commit)
 
-        args = [self.window_ms, rpm, tpm, tokens]
+        args = [self.window_ms, rpm, tpm, tokens, 1 if commit else 0]
         counts = await self.store.eval(WINDOW_LUA, [f"quota:{tenant}"], args, local)
         return Verdict.of(counts, rpm, tpm)
 
@@ -171,19 +182,59 @@ class RateLimiter:
             await self.store.aclose()
 
 
+@dataclass(frozen=True)
+class PromptSize:
+    """A request's estimated prompt tokens: `text_chars` of message texts and string
+    prompt, what compression may shrink; `fixed` tokens of everything else."""
+
+    text_chars: int
+    fixed: int
+
+    @property
+    def tokens(self) -> int:
+        return self.fixed + math.ceil(self.text_chars / CHARS_PER_TOKEN)
+
+
+def prompt_size(body: dict) -> PromptSize:
+    """Every field counts but `model` (the `ragtrim` field is gone before a check)."""
+    text = size = ids = 0
+    for key, value in body.items():
+        if key == "messages" and isinstance(value, list):
+            text, size, ids = _messages(value)
+        elif key == "prompt" and isinstance(value, str | list):
+            text, size, ids = _prompt(value)
+        elif key != "model":
+            size += _json_size(value)
+    return PromptSize(text, ids + math.ceil(size / CHARS_PER_TOKEN))
+
+
 def estimate_tokens(body: dict) -> int:
-    """Prompt tokens from the text a request carries (chat contents, or the prompt)."""
-    chars = 0
-    for message in body.get("messages") or ():
+    return prompt_size(body).tokens
+
+
+def _messages(messages: list) -> tuple[int, int, int]:
+    """(text characters, JSON bytes of the rest, tokens of the non-text parts)."""
+    text = size = parts = 0
+    for message in messages:
+        own = message_text(message) if isinstance(message, dict) else None
+        if own is not None:
+            text += len(own)
+            message = {k: v for k, v in message.items() if k != "content"}
+        size += _json_size(message)
         content = message.get("content") if isinstance(message, dict) else None
-        chars += _chars(content)
-    chars += _chars(body.get("prompt"))
-    return math.ceil(chars / CHARS_PER_TOKEN)
+        if isinstance(content, list):
+            parts += sum(not isinstance(p, dict) or p.get("type") != "text" for p in content)
+    return text, size, parts * NON_TEXT_PART_TOKENS
 
 
-def _chars(value: object) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, list):
-        return sum(_chars(v.get("text") if isinstance(v, dict) else v) for v in value)
-    return 0
+def _prompt(prompt: str | list) -> tuple[int, int, int]:
+    """(text characters, characters of a batch's strings, token ids)."""
+    if isinstance(prompt, str) or (len(prompt) == 1 and isinstance(prompt[0], str)):
+        return len(prompt if isinstance(prompt, str) else prompt[0]), 0, 0
+    chars = sum(len(p) for p in prompt if isinstance(p, str))
+    ids = sum(len(p) if isinstance(p, list) else 1 for p in prompt if not isinstance(p, str))
+    return 0, chars, ids
+
+
+def _json_size(value: object) -> int:
+    return len(dumps(value))

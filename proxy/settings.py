@@ -31,6 +31,7 @@ from proxy.config.edge import (  # noqa: F401 - re-exported: `from proxy.setting
     HealthSettings,
     HttpSettings,
     LimitSettings,
+    RequestLimitSettings,
     TimeoutSettings,
     UpstreamSettings,
 )
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    requests: RequestLimitSettings = Field(default_factory=RequestLimitSettings)
     discovery: DiscoverySettings = Field(default_factory=DiscoverySettings)
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."

@@ -99,3 +99,54 @@ class HttpSettings(BaseModel):
         "(0 = half the open-file limit, RLIMIT_NOFILE, leaving the rest to backend "
         "connections).",
     )
+
+
+class RequestLimitSettings(BaseModel):
+    """Caps on a request's shape (issue 33): every one bounds work that grows with the
+    body (parsing, checks, canonicalization, token estimates, encoding), so that one
+    request cannot hold the event loop. Over a cap: a 400 or 413 in the envelope, with
+    `param` naming the field where one can be named (proxy/protocol.py)."""
+
+    max_json_values: int = Field(
+        300_000,
+        ge=1_000,
+        description="Most JSON values in a chat or completion body (413 above), counted on "
+        "the raw bytes before parsing as 1 + its commas, `[` and `{` (inside strings too: "
+        "an upper bound). Bounds the parse (~50 ns a value, one call that holds the GIL); "
+        "a 128k-token prompt of token ids is ~128k values.",
+    )
+    max_json_containers: int = Field(
+        50_000,
+        ge=100,
+        description="Most JSON objects and arrays in a chat or completion body (413 above), "
+        "counted as the `[` and `{` bytes before parsing (inside strings too); each costs "
+        "~3 values to parse.",
+    )
+    max_messages: int = Field(
+        4096, ge=1, description="Most chat messages in one request (400 above)."
+    )
+    max_content_parts: int = Field(
+        4096,
+        ge=1,
+        description="Most content parts in one request, all messages together (400 above). "
+        "OpenAI's vision guide allows up to 500 images per request.",
+    )
+    max_tools: int = Field(
+        128,
+        ge=1,
+        description="Most entries in `tools` (and in the legacy `functions`) (400 above): "
+        "OpenAI's API reference, 'A max of 128 functions are supported'.",
+    )
+    max_tool_calls: int = Field(
+        4096,
+        ge=1,
+        description="Most tool calls in one request, all assistant messages together (400 "
+        "above); OpenAI refuses more than 128 in one message.",
+    )
+    max_question_chars: int = Field(
+        8192,
+        ge=64,
+        description="Longest question the compressor scores documents against (characters); "
+        "a longer one keeps its head and tail for scoring, while the prompt sent upstream "
+        "is unchanged (relevance encoders read ~512 tokens anyway).",
+    )

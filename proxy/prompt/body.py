@@ -14,12 +14,10 @@ upstream (no re-serialisation, no float or key-order drift).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-import orjson
-
+from proxy.prompt.exact_json import dumps
 from proxy.prompt.prefix import (
     CanonicalResult,
     CanonicalRules,
@@ -75,14 +73,11 @@ class Prompt:
 
     def encode(self, raw: bytes) -> bytes:
         """The bytes to send upstream: the client's own unless something changed.
-        orjson refuses integers beyond 64 bits (proxy/protocol.py keeps them exact):
-        those bodies are written by the stdlib, compactly, as orjson would."""
+        Integers beyond 64 bits stay exact (proxy/prompt/exact_json.py), at orjson's
+        speed: this runs on the event loop (issue 33)."""
         if not self.modified:
             return raw
-        try:
-            return orjson.dumps(self.body)
-        except TypeError:  # "Integer exceeds 64-bit range"
-            return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode()
+        return dumps(self.body)
 
     def request_usage(self) -> bool:
         """Make a streamed request report usage; True when the client had not asked."""

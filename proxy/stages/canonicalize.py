@@ -3,9 +3,15 @@
 Runs after compress: the segmenter's `static_end` lies before every document, so
 compressing documents never moves it, while canonicalizing would shift document
 offsets — this order needs no offset bookkeeping.
+
+A body above `offload_bytes` is canonicalized in a worker thread (issue 33: 300k system
+messages held the loop 1.7 s here); the shape caps of proxy/protocol.py bound the
+messages and tools it walks, and its steps are short calls that let the loop in.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
@@ -26,13 +32,18 @@ def rules_from(settings: CanonicalSettings) -> CanonicalRules:
 class CanonicalizeStage:
     name = "canonicalize"
 
-    def __init__(self, settings: CanonicalSettings, metrics: Metrics):
+    def __init__(self, settings: CanonicalSettings, metrics: Metrics, offload_bytes: int):
         self.rules = rules_from(settings)  # volatile patterns compiled once, here
         self.metrics = metrics
+        self.offload_bytes = offload_bytes  # compression.limits.offload_bytes
 
     async def __call__(self, ctx: RequestContext) -> None:
         seg = ctx.segmentation
-        result = ctx.prompt.canonicalize(self.rules, seg.static_end if seg else None)
+        end = seg.static_end if seg else None
+        if len(ctx.raw) > self.offload_bytes:
+            result = await asyncio.to_thread(ctx.prompt.canonicalize, self.rules, end)
+        else:
+            result = ctx.prompt.canonicalize(self.rules, end)
         if result is None:
             return
         if result.changed:

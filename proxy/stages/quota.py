@@ -1,33 +1,68 @@
-"""Quota stage: the tenant's shared limits (proxy/ratelimit.py), after compression.
+"""Quota stages: the tenant's shared limits (proxy/ratelimit.py), checked twice.
 
-It runs after compress and canonicalize, so the tokens it counts are the ones that go
-upstream: compression buys quota. Over a limit: a 429 in the envelope (RateLimited,
-with Retry-After and OpenAI's x-ratelimit-* headers); admitted: the same headers ride
-on the answer, as OpenAI's API sends them on every response.
+`QuotaCheck` runs before segmentation and counts nothing: the request must fit with
+what compression cannot shrink (token ids, tools, tool calls, content parts, schemas,
+... : everything but the message texts; all of it when this request is not
+compressed). A tenant already out, or one whose tools alone exceed what is left, is
+refused before any segmentation or compression runs (issue 33: a tenant over quota
+still cost that work, and those forms were not counted at all).
+
+`QuotaStage` runs after compress and canonicalize and counts the request, so the tokens
+it counts are the ones that go upstream: compression buys quota. Over a limit: a 429
+in the envelope (RateLimited, with Retry-After and OpenAI's x-ratelimit-* headers);
+admitted: the same headers ride on the answer, as OpenAI's API sends them on every
+response. A body above `offload_bytes` is measured in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from proxy.accounting import tenant_label
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.ratelimit import RateLimited, RateLimiter, estimate_tokens
+from proxy.ratelimit import PromptSize, RateLimited, RateLimiter, Verdict, prompt_size
 
 
 class QuotaStage:
     name = "quota"
 
-    def __init__(self, limiter: RateLimiter, metrics: Metrics, known: frozenset[str]):
+    def __init__(self, limiter: RateLimiter, metrics: Metrics, known: frozenset[str],
+                 offload_bytes: int):  # fmt: skip
         self.limiter = limiter
         self.metrics = metrics
         self.known = known  # tenants a metric label may name
+        self.offload_bytes = offload_bytes  # compression.limits.offload_bytes
 
     async def __call__(self, ctx: RequestContext) -> None:
-        verdict = await self.limiter.admit(ctx.tenant, estimate_tokens(ctx.body))
-        if verdict is None:
-            return
-        if not verdict.allowed:
+        size = await self.size(ctx)
+        verdict = self.judged(ctx, await self.limiter.admit(ctx.tenant, size.tokens))
+        if verdict is not None:
+            ctx.response_headers.update(verdict.headers())
+
+    async def size(self, ctx: RequestContext) -> PromptSize:
+        if len(ctx.raw) > self.offload_bytes:
+            return await asyncio.to_thread(prompt_size, ctx.body)
+        return prompt_size(ctx.body)
+
+    def judged(self, ctx: RequestContext, verdict: Verdict | None) -> Verdict | None:
+        """The verdict, or a 429 (counted) when it refuses."""
+        if verdict is not None and not verdict.allowed:
             label = tenant_label(ctx.tenant, self.known)
             self.metrics.quota_refusals.labels(label, verdict.refused_by).inc()
             raise RateLimited(verdict)
-        ctx.response_headers.update(verdict.headers())
+        return verdict
+
+
+class QuotaCheck:
+    name = "quota_check"
+
+    def __init__(self, quota: QuotaStage, rate: float | str | None):
+        self.quota = quota  # the same limiter, metrics and labels
+        self.rate = rate  # compression's default keep rate (None: compression is off)
+
+    async def __call__(self, ctx: RequestContext) -> None:
+        size = await self.quota.size(ctx)
+        compressed = ctx.options.keep_rate(self.rate) is not None
+        tokens = max(1, size.fixed if compressed else size.tokens)  # out: refused
+        self.quota.judged(ctx, await self.quota.limiter.admit(ctx.tenant, tokens, commit=False))

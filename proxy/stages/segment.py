@@ -7,25 +7,34 @@ for too long: the client asked for them explicitly), and segmentation itself is 
 thread, so a 2 MB prompt never holds the event loop (health probes, other requests);
 a small one stays on the loop, where the thread hop (~50 µs) would cost more than the
 work.
+
+The question the compressor scores documents against is capped at
+`requests.max_question_chars` (issue 33: the worker held the GIL 517 ms encoding a
+900k-character question, /healthz waited as long): a longer one keeps its head and
+tail for scoring. Only the scoring sees the cut; the prompt upstream is unchanged, so
+a client who pastes a long text into its last message is served, not refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest, PayloadTooLarge
-from proxy.prompt.segment import Segmenter
-from proxy.settings import CompressionLimitSettings
+from proxy.prompt.segment import Segmentation, Segmenter
+from proxy.settings import CompressionLimitSettings, RequestLimitSettings
 
 
 class SegmentStage:
     name = "segment"
 
-    def __init__(self, segmenter: Segmenter, limits: CompressionLimitSettings | None = None):
+    def __init__(self, segmenter: Segmenter, limits: CompressionLimitSettings | None = None,
+                 requests: RequestLimitSettings | None = None):  # fmt: skip
         self.segmenter = segmenter  # built once, in the composition root
         self.limits = limits or CompressionLimitSettings()
+        self.max_question_chars = (requests or RequestLimitSettings()).max_question_chars
 
     async def __call__(self, ctx: RequestContext) -> None:
         field = ctx.options.field
@@ -35,8 +44,17 @@ class SegmentStage:
         else:
             seg = ctx.prompt.segment(self.segmenter, field)
         if seg is not None:
-            ctx.segmentation = seg
+            ctx.segmentation = capped_question(seg, self.max_question_chars)
             ctx.response_headers["x-ragtrim-template"] = seg.template
+
+
+def capped_question(seg: Segmentation, cap: int) -> Segmentation:
+    """The segmentation with its question cut to `cap` characters: head and tail."""
+    if len(seg.question) <= cap:
+        return seg
+    head = cap // 2
+    tail = cap - head - 1
+    return dataclasses.replace(seg, question=seg.question[:head] + "\n" + seg.question[-tail:])
 
 
 def _named(field: Any) -> list[Any]:

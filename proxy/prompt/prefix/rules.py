@@ -44,6 +44,26 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+# What `[^\S\r\n]` matches: every str.isspace() character but CR and LF (checked
+# against the regex over all code points: tests/unit/proxy/prompt/prefix/test_rules.py).
+BLANKS = (
+    "\t\x0b\x0c\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
 def strip_trailing(text: str, whole: bool) -> str:
-    text = re.sub(r"[^\S\r\n]+(?=[\r\n])", "", text)
-    return re.sub(r"[^\S\r\n]+\Z", "", text) if whole else text
+    r"""re.sub(r"[^\S\r\n]+(?=[\r\n])", "") (and `+\Z` when whole), line by line: the
+    regex took 330 ms on a 10 MB system prompt in one call that holds the GIL (issue
+    33); rstrip per line is ~5x cheaper and lets other threads in between lines."""
+    lines = text.split("\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        end = whole or i < last  # a line break (or the end of a whole message) follows
+        if "\r" in line:
+            pieces = line.split("\r")
+            tail = pieces[-1].rstrip(BLANKS) if end else pieces[-1]
+            lines[i] = "\r".join([*(p.rstrip(BLANKS) for p in pieces[:-1]), tail])
+        elif end:
+            lines[i] = line.rstrip(BLANKS)
+    return "\n".join(lines)

@@ -7,10 +7,12 @@ from cache.store import MemoryStore, RedisStore
 from proxy.metrics import Metrics
 from proxy.ratelimit import (
     LocalWindow,
+    PromptSize,
     RateLimited,
     RateLimiter,
     Verdict,
     estimate_tokens,
+    prompt_size,
     reset_text,
 )
 from proxy.settings import QuotaSettings
@@ -69,10 +71,37 @@ def test_headers_and_the_429_envelope():
 
 
 def test_estimate_counts_chat_contents_and_prompts():
-    parts = [{"type": "text", "text": "y" * 8}]
-    chat = {"messages": [{"role": "user", "content": "x" * 40}, {"role": "user", "content": parts}]}
-    assert estimate_tokens(chat) == 12
-    assert estimate_tokens({"prompt": ["abcd", "efg"]}) == 2
+    chat = {"model": "m", "messages": [{"role": "user", "content": "x" * 40}]}
+    assert prompt_size(chat) == PromptSize(text_chars=40, fixed=4)  # {"role":"user"}: 15 B
+    assert estimate_tokens(chat) == 14
+    assert estimate_tokens({"prompt": "abcdefgh"}) == estimate_tokens({"prompt": ["abcdefgh"]}) == 2
+    assert prompt_size({"prompt": ["abcd", "efg"]}) == PromptSize(0, 2)  # a batch: each counts
+
+
+HEAVY = "z" * 400_000  # 400 KB: ~100k tokens whatever field carries it (issue 33)
+FORMS = {
+    "token ids": {"prompt": list(range(100_000))},
+    "batched token ids": {"prompt": [list(range(50_000)), list(range(50_000))]},
+    "tools": {"messages": [], "tools": [{"type": "function",
+                                         "function": {"name": "f", "description": HEAVY}}]},
+    "tool-call arguments": {"messages": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": HEAVY}}]}]},
+    "text parts": {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": HEAVY[:200_000]}, {"type": "text", "text": HEAVY[:200_000]}]}]},
+    "image parts": {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "https://x/i.png"}}] * 1200}]},
+    "response_format": {"messages": [], "response_format": {"type": "json_schema",
+                                                            "json_schema": {"schema": HEAVY}}},
+    "documents": {"messages": [], "documents": [{"title": "t", "text": HEAVY}]},
+    "guided_json": {"prompt": "q", "guided_json": {"description": HEAVY}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_prompt_form_counts_as_fixed_tokens(form):
+    """What compression cannot shrink is `fixed`: 100k tokens, not ~0 as before."""
+    size = prompt_size({"model": "m", **FORMS[form]})
+    assert size.fixed >= 100_000 and size.text_chars <= 1, (form, size)
 
 
 async def test_per_tenant_overrides_and_no_limit():

@@ -18,13 +18,13 @@ def ctx(body: dict, route: str = "chat") -> RequestContext:
 
 
 def canonicalize(**settings) -> CanonicalizeStage:
-    return CanonicalizeStage(CanonicalSettings(**settings), Metrics())
+    return CanonicalizeStage(CanonicalSettings(**settings), Metrics(), offload_bytes=65_536)
 
 
 async def test_static_prefix_keyed_with_its_replay_body():
     c = ctx({"model": "m", "messages": [SYSTEM, {"role": "user", "content": "q"}]})
     await canonicalize()(c)
-    static = '[["system", "You are terse.  \\r\\nAnswer briefly."]]'
+    static = '[["system","You are terse.  \\r\\nAnswer briefly."]]'
     assert c.prefix_key == prefix_key("m", static, "", "")
     assert c.replay == {"model": "m", "max_tokens": 1, "temperature": 0, "messages": [SYSTEM]}
     assert c.response_headers["x-ragtrim-prefix-key"] == c.prefix_key[:16]
