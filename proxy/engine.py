@@ -42,6 +42,7 @@ from compressors import (
     within,
 )
 from proxy.feature_path import FeaturePath
+from proxy.job_cost import MAX_MS_PER_TOKEN
 from proxy.outcome import CompressionBusy, Outcome, WorkerCrashed
 
 __all__ = ["CompressionBusy", "CompressionEngine", "Outcome", "WorkerCrashed"]
@@ -276,8 +277,8 @@ class CompressionEngine:
         self._backlog_chars -= chars
         if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate
             # the documents' part only: a giant question is no document's cost (issue 33)
-            work = timing["work_ms"] - timing.get("question_ms", 0.0)
-            self._ms_per_char.append(max(0.0, work) / chars)
+            work = timing["work_ms"] - timing.get("question_ms", 0.0)  # a char: at most a token
+            self._ms_per_char.append(min(MAX_MS_PER_TOKEN, max(0.0, work) / chars))
 
     def _finished_from_thread(self, loop: asyncio.AbstractEventLoop, chars: int,
                               timing: dict[str, float]) -> None:  # fmt: skip
