@@ -1,0 +1,164 @@
+"""Stable compression's store (issue 29, item 3): a document set's compressed form comes
+back byte for byte for any later question, keyed by tenant + static prefix +
+documents + compressor; the first form stays; a store outage reads as a miss."""
+
+import asyncio
+import time
+
+import pytest
+
+from cache.keys import owner_of, tenant_tag
+from cache.stable_forms import MAX_QUESTION_CHARS, FormKey, StableForm, StableForms
+from cache.store import MemoryStore, RedisStore
+from tests.support.servers import free_port
+from tests.unit.cache.redis_server import RedisServer
+
+DOCS = (
+    "The Loire is the longest river in France.",
+    'แม่น้ำเจ้าพระยาไหลผ่านกรุงเทพ 🌊 — «guillemets», "quotes", back\\slash, \u2028 NUL:\x00',
+    '[{"year": 1889, "tower": "Eiffel"}]',
+)
+FORM = StableForm(("Loire: longest in France.", "เจ้าพระยา 🌊 \x00", '[{"year": 1889}]'), 90, 30)
+
+
+def key(tenant="alpha", prefix="pk-1", docs=DOCS, fingerprint="fast_extractive:1:0.5") -> FormKey:
+    return FormKey(tenant, prefix, tuple(docs), fingerprint)
+
+
+def forms(store=None, **kw) -> StableForms:
+    args = {"ttl": 3600.0, "max_questions": 16} | kw
+    return StableForms(MemoryStore() if store is None else store, **args)
+
+
+def utf8(texts) -> list[bytes]:
+    return [t.encode("utf-8", "surrogatepass") for t in texts]
+
+
+async def test_a_reused_compressed_form_is_byte_identical():
+    store = forms()
+    assert await store.lookup(key()) is None
+    await store.remember(key(), FORM, "how long is the Loire?")
+    later = await store.lookup(key())  # a later turn: same tenant, prefix, documents
+    assert utf8(later.texts) == utf8(FORM.texts)
+    assert (later.tokens_before, later.tokens_after) == (90, 30)
+    assert later.questions == ("how long is the Loire?",) and later.uses == 1
+
+
+async def test_every_part_of_the_key_separates_forms():
+    store = forms()
+    await store.remember(key(), FORM, "q1")
+    changed = [DOCS[0], DOCS[1] + " ", DOCS[2]]
+    for other in (key(tenant="beta"), key(tenant=""), key(prefix="pk-2"), key(docs=changed),
+                  key(fingerprint="fast_extractive:1:0.3"), key(docs=DOCS[:2])):  # fmt: skip
+        assert await store.lookup(other) is None
+    assert await store.lookup(key()) is not None
+
+
+async def test_the_first_form_stays_whatever_is_offered_later():
+    store = forms()
+    first = await store.remember(key(), FORM, "q1")
+    other = StableForm(("a", "b", "c"), 90, 3)
+    kept = await store.remember(key(), other, "q2")  # a later turn compressed anew
+    assert kept.texts == first.texts == FORM.texts
+    assert (await store.lookup(key())).texts == FORM.texts
+    assert (await store.lookup(key())).questions == ("q1", "q2")
+
+
+async def test_questions_are_bounded_in_count_and_length():
+    store = forms(max_questions=4)
+    for i in range(10):
+        await store.remember(key(), FORM, f"question {i}")
+    await store.remember(key(), FORM, "question 1")  # seen: not again
+    await store.remember(key(), FORM, None)
+    found = await store.lookup(key())
+    assert found.questions == tuple(f"question {i}" for i in range(4)) and found.uses == 12
+    long = forms()
+    await long.remember(key(), FORM, "x" * 100_000)
+    assert (await long.lookup(key())).questions == ("x" * MAX_QUESTION_CHARS,)
+
+
+async def test_a_form_expires_its_ttl_after_its_last_use():
+    store = forms(ttl=0.2)
+    await store.remember(key(), FORM, "q1")
+    await asyncio.sleep(0.12)
+    await store.remember(key(), FORM, "q2")  # a use restarts the expiry
+    await asyncio.sleep(0.12)
+    assert await store.lookup(key()) is not None
+    await asyncio.sleep(0.25)
+    assert await store.lookup(key()) is None
+
+
+async def test_a_tenants_forms_are_its_own_in_the_fair_share():
+    assert owner_of(key(tenant="alpha").name) == tenant_tag("alpha")
+    assert owner_of(key(tenant="").name) == ""
+
+
+class Broken(MemoryStore):
+    async def hgetall(self, key):
+        raise ConnectionError("store down")
+
+
+async def test_a_store_outage_reads_as_a_miss_and_remember_answers_the_form_given():
+    errors = []
+    store = forms(Broken(), on_error=lambda op, exc: errors.append(op))
+    assert await store.lookup(key()) is None
+    assert await store.remember(key(), FORM, "q") == FORM
+    assert errors == ["lookup", "remember"]
+
+
+@pytest.mark.parametrize("raw", ["not json", '{"texts": "abc", "before": 1, "after": 1}',
+                                 '{"texts": ["a", "b"], "before": 1, "after": 1}',
+                                 '{"texts": ["a", "b", 3], "before": 1, "after": 1}'])  # fmt: skip
+async def test_an_unreadable_entry_is_a_miss_and_is_left_to_expire(raw):
+    errors = []
+    memory = MemoryStore()
+    store = forms(memory, on_error=lambda op, exc: errors.append(op))
+    await memory.hsetnx(key().name, "form", raw)
+    assert await store.lookup(key()) is None and errors == ["decode"]
+    assert await store.remember(key(), FORM, "q") == FORM
+    assert "uses" not in await memory.hgetall(key().name)  # not renewed
+
+
+async def test_a_form_must_have_one_text_per_document():
+    with pytest.raises(ValueError):
+        await forms().remember(key(), StableForm(("a",), 1, 1), "q")
+
+
+@pytest.mark.integration  # a real Redis server
+def test_replicas_share_forms_through_redis_and_the_first_writer_wins():
+    server = RedisServer(free_port()).start()
+
+    async def scenario():
+        a, b = RedisStore(server.url), RedisStore(server.url)  # two replicas
+        try:
+            one, two = forms(a), forms(b)
+            rival = StableForm(("x", "y", "z"), 90, 3)
+            await asyncio.gather(one.remember(key(), FORM, "q1"), two.remember(key(), rival, "q2"))
+            seen = [await one.lookup(key()), await two.lookup(key())]
+            assert seen[0] == seen[1] and seen[0].texts in (FORM.texts, rival.texts)
+            await one.remember(key(), rival if seen[0].texts == FORM.texts else FORM, "q3")
+            assert utf8((await two.lookup(key())).texts) == utf8(seen[0].texts)
+        finally:
+            await a.aclose()
+            await b.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.kill()
+
+
+def test_redis_down_is_a_fast_miss():
+    async def scenario():
+        store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5,
+                           on_error=lambda op, exc: None)  # fmt: skip
+        t0 = time.perf_counter()
+        try:
+            found = await forms(store).lookup(key())
+            kept = await forms(store).remember(key(), FORM, "q")
+        finally:
+            await store.aclose()
+        return found, kept, time.perf_counter() - t0
+
+    found, kept, seconds = asyncio.run(scenario())
+    assert found is None and kept.texts == FORM.texts and seconds < 1.0
