@@ -73,7 +73,7 @@ _FLAGS = {"code": re.DOTALL, "negation": re.IGNORECASE, "date": re.IGNORECASE}
 KINDS: tuple[str, ...] = (
     "code", "json", "table", "url", "citation", "date", "number", "negation"
 )  # fmt: skip
-MAX_JSON_CHARS = 200_000
+MAX_JSON_CHARS = 20_000
 JSON_WORK_FACTOR = 4  # characters scanned for JSON, per character of text (json_spans)
 EXTRA_PATTERN_TIMEOUT_S = 0.05
 

@@ -20,8 +20,8 @@ OPAQUE_SHARE of its non-space characters lie in
   Hangul, Bopomofo), emoji and other pictographic symbols, with the digits,
   punctuation and spaces between them. A whitelist, so a script nobody thought of
   (Sinhala, Ethiopic, Cherokee, Braille, ...) counts as unread, not as read;
-- fenced code blocks (``` ... ```), tables (_tables.py) and JSON values (protect.py), or
-  the whole text when it parses as one JSON value (of any size).
+- fenced code blocks (``` ... ```), tables (_tables.py) and JSON values that open a
+  line, of any size (`json_blocks`).
 
 Inside a document that is not opaque, `keep_unjudged` marks the units (sentences) a
 compressor must keep whatever their score: those at least OPAQUE_SHARE unread or in
@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import regex
 
 from compressors._tables import table_spans
-from compressors.protect import Span, json_spans, merge_spans
+from compressors.protect import Span, merge_spans
 
 OPAQUE_RUN = 32
 OPAQUE_SHARE = 0.5
@@ -51,6 +51,9 @@ OPAQUE_SHARE = 0.5
 _SPACELESS = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\uffef"
 _RUN = re.compile(rf"[^\s{_SPACELESS}]{{{OPAQUE_RUN},}}")
 _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_JSON_LINE = re.compile(r"^[ \t]*[{\[]", re.MULTILINE)
+_DECODER = json.JSONDecoder()
+JSON_WORK_FACTOR = 4
 _READ = (
     r"\p{Latin}\p{Greek}\p{Cyrillic}\p{Hebrew}\p{Arabic}\p{Devanagari}\p{Han}"
     r"\p{Hiragana}\p{Katakana}\p{Hangul}\p{Bopomofo}\p{Inherited}[\p{Common}--\p{So}]"
@@ -84,19 +87,35 @@ def _unjudged_spans(text: str) -> list[Span]:
 def _structured_spans(text: str) -> list[Span]:
     spans = [m.span() for m in _FENCE.finditer(text)] + table_spans(text)
     if "{" in text or "[" in text:
-        spans += json_spans(text)
+        spans += json_blocks(text)
     return spans
 
 
-def _is_json(text: str) -> bool:
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[")):
-        return False
-    try:
-        json.loads(stripped)
-    except ValueError:
-        return False
-    return True
+def json_blocks(text: str) -> list[Span]:
+    """JSON values that open a line (pretty-printed or not), of any size.
+
+    Not protect.json_spans: that one walks every brace in Python (20k `{` held the loop
+    120 ms here, where this runs for small contexts). The C decoder reads each candidate
+    instead, and the characters it reads over all candidates, failures included (an
+    error's position tells how far it read), are capped at JSON_WORK_FACTOR × len(text):
+    linear on any input."""
+    spans: list[Span] = []
+    left = JSON_WORK_FACTOR * len(text)
+    found = _JSON_LINE.search(text)
+    while found is not None and left > 0:
+        start = found.end() - 1
+        try:
+            end = _DECODER.raw_decode(text, start)[1]
+        except json.JSONDecodeError as exc:
+            left -= exc.pos - start + 1
+            found = _JSON_LINE.search(text, start + 1)
+            continue
+        except RecursionError:  # nested deeper than the decoder goes: not judged as JSON
+            break
+        spans.append((start, end))
+        left -= end - start
+        found = _JSON_LINE.search(text, end)
+    return spans
 
 
 def is_opaque(text: str) -> bool:
@@ -104,8 +123,6 @@ def is_opaque(text: str) -> bool:
     solid = _solid(text)
     if solid == 0:
         return False
-    if _is_json(text):
-        return True
     spans = merge_spans([*_unjudged_spans(text), *_structured_spans(text)])
     return _covered(text, spans) >= OPAQUE_SHARE * solid
 

@@ -3,6 +3,7 @@
 import base64
 import json
 import random
+import time
 
 from compressors.verbatim import is_opaque, keep_unjudged, merge, partition
 
@@ -73,3 +74,13 @@ def test_units_the_scorer_cannot_judge_are_kept():
     units = [(text.index(p), text.index(p) + len(p)) for p in pieces]
     assert keep_unjudged(text, units, [False, False, False, True]) == [False, True, True, True]
     assert keep_unjudged(PROSE, [(0, 10)], [False]) == [False]
+
+
+def test_the_opacity_check_stays_cheap_on_hostile_brackets():
+    """It runs on the event loop for small contexts: 20k `{` walked in Python held the
+    loop 120 ms (the compressor's own protect.json_spans); the C decoder reads them."""
+    for text in ("{" * 20_000 + " The answer.", "\n[" * 100_000, '\n{"a": ' * 50_000,
+                 "\n[1, 2" * 50_000, "x" * 2_000_000):  # fmt: skip
+        started = time.perf_counter()
+        is_opaque(text)
+        assert time.perf_counter() - started < 0.1, text[:20]
