@@ -11,6 +11,11 @@ sent back. Fields a request never reached are null (a 401 has no model). The lin
 written to the `ragtrim.access` logger, which has its own stderr handler printing the
 bare message (the root format would prefix it and break the JSON) and does not
 propagate. No prompt text, ever, unless `log_prompts` (then the question is added).
+
+Bounded (issue 33: a 1 MB model name made a 1 MB line): `route` is the route table's
+name (`/v1/responses/{id}`; null for a path outside it), `path` the path as sent, and
+every string field is cut to `telemetry.max_value_chars`, marked `…[+N]`
+(proxy/telemetry/bounded.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from proxy.settings import TelemetrySettings
+from proxy.telemetry.bounded import UNMATCHED, capped_all, route_name
 from proxy.telemetry.record import RequestRecord
 
 LOGGER = "ragtrim.access"
@@ -57,7 +64,8 @@ def line_of(scope: dict[str, Any], record: RequestRecord, log_prompts: bool) -> 
         "request_id": ctx.request_id if ctx else h.get("x-request-id"),
         "tenant": ctx.tenant if ctx else None,
         "method": scope.get("method"),
-        "route": scope.get("path"),
+        "route": _route(scope),
+        "path": scope.get("path"),
         "model": ctx.model if ctx else None,
         "template": h.get("x-ragtrim-template"),
         "decision": h.get("x-ragtrim-decision"),
@@ -75,11 +83,17 @@ def line_of(scope: dict[str, Any], record: RequestRecord, log_prompts: bool) -> 
     return line
 
 
+def _route(scope: dict[str, Any]) -> str | None:
+    name = route_name(scope)
+    return None if name == UNMATCHED else name
+
+
 class AccessLog:
-    def __init__(self, logger: logging.Logger, log_prompts: bool):
+    def __init__(self, logger: logging.Logger, log_prompts: bool, telemetry: TelemetrySettings):
         self.logger = logger
         self.log_prompts = log_prompts
+        self.limit = telemetry.max_value_chars
 
     def emit(self, scope: dict[str, Any], record: RequestRecord) -> None:
-        line = line_of(scope, record, self.log_prompts)
+        line = capped_all(line_of(scope, record, self.log_prompts), self.limit)
         self.logger.info(orjson.dumps(line).decode())

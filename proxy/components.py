@@ -27,12 +27,13 @@ from proxy.gate import CostGate
 from proxy.ingest import Ingest
 from proxy.metrics import Metrics
 from proxy.operations import Operations
+from proxy.owners import ResponseOwners
 from proxy.pipeline import Pipeline, Stage
 from proxy.prompt.segment import Segmenter
 from proxy.protocol import RequestParser
 from proxy.ratelimit import RateLimiter
 from proxy.recalibration import Recalibration
-from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
+from proxy.response.hooks import FeedbackHook, HeadersHook, OwnerHook, TimingHook, UsageHook
 from proxy.response.path import ResponsePath
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
@@ -212,7 +213,8 @@ def make_quota_store(settings: Settings, store: KVStore, metrics: Metrics) -> KV
                       fallback=MemoryStore(max_items=1000, max_bytes=1 << 20))  # fmt: skip
 
 
-def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Operations:
+def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
+                    tenant: TenantStage) -> Operations:  # fmt: skip
     """Issue 22's parts; each is None when its settings turn it off."""
     known = known_tenants(settings.tenancy)
     q, a = settings.quotas, settings.accounting
@@ -221,38 +223,41 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics) -> Ope
                           owns_store=own is not store)  # fmt: skip
     return Operations(
         metrics,
-        tracing=build_tracing(settings.tracing),
-        access_log=AccessLog(access_logger(), settings.log_prompts)
+        tracing=build_tracing(settings.tracing, settings.telemetry),
+        access_log=AccessLog(access_logger(), settings.log_prompts, settings.telemetry)
         if settings.access_log.enabled else None,
         accounting=Accounting(store, a, settings.tenancy, metrics) if a.enabled else None,
         quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
-        if q.active else None,
+        if q.active else None, vouches=tenant.vouches,
     )  # fmt: skip
 
 
-def make_hooks(settings: Settings, metrics: Metrics, feedback) -> list[object]:
+def make_hooks(settings: Settings, metrics: Metrics, feedback, owners) -> list[object]:
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
         UsageHook(metrics, settings.upstream.max_sse_event_bytes),
         HeadersHook(settings.tenancy.shows_backend()),
         TimingHook(metrics),
         FeedbackHook(feedback),
+        OwnerHook(owners),
     ]
 
 
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
-                   tenant: TenantStage, ops: Operations) -> Forwarder:  # fmt: skip
+                   tenant: TenantStage, ops: Operations,
+                   owners: ResponseOwners) -> Forwarder:  # fmt: skip
     """The data plane gets the traced router, transport and feedback (issue 22); the
     control plane (health, scrapes, warm-up) the bare ones."""
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream,
-                            make_hooks(settings, metrics, ops.wrap_feedback(feedback)))  # fmt: skip
+                            make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners))
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
                      Admission(settings.limits, metrics), tenant.authenticate,
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
                      parser=RequestParser(settings.requests,
-                                          settings.compression.limits.offload_bytes))  # fmt: skip
+                                          settings.compression.limits.offload_bytes),
+                     salt=tenant.salt_of, owners=owners, telemetry=settings.telemetry)  # fmt: skip
 
 
 def build(
@@ -268,11 +273,11 @@ def build(
     metrics.watch_pool(pool)
     transport = transport or AiohttpTransport(settings.timeouts.connect)
     store = store if store is not None else make_store(settings, metrics)
-    ops = make_operations(settings, store, metrics)
+    tenant = TenantStage(settings.tenancy)
+    ops = make_operations(settings, store, metrics, tenant)
     c = settings.compression
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor, pool)
-    tenant = TenantStage(settings.tenancy)
     pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
                         settings.log_prompts, ops.tracing)  # fmt: skip
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
@@ -282,7 +287,7 @@ def build(
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
-                               tenant, ops)  # fmt: skip
+                               tenant, ops, ResponseOwners(settings.tenancy, store))  # fmt: skip
     health = HealthChecker(pool, transport, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, transport, metrics, router))
     if kv is not None:

@@ -11,6 +11,7 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     token_ids         router.prepare           kv_cache scorer (ids vLLM will see; [] = none)
     usage_added       usage stage              usage hook (strip the usage chunk again)
     response_headers  every stage              headers hook (x-ragtrim-* on the reply)
+    route_match       forwarder                owner hook (the response ids it records)
 
 The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.http.routes import Match
 from proxy.options import RequestOptions
 from proxy.prompt.body import Prompt, prompt_for
 from proxy.prompt.segment import Segmentation
@@ -40,6 +42,7 @@ class RequestContext:
     token_ids: list[int] | None = None  # None: not prepared (the scorer tokenizes inline)
     usage_added: bool = False
     response_headers: dict[str, str] = field(default_factory=dict)
+    route_match: Match | None = None  # the route table's entry (issue 33)
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:

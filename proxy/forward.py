@@ -3,16 +3,20 @@ response path (proxy/response/: exchange, relay, response hooks), one call. Pure
 ASGI: no framework Request object on the hot path.
 
 The pass-through routes (the table in proxy/http/routes.py) take the same path with
-route "other": no parsing, no stages. The upstream path is the table's, never the
-client's bytes. The key is checked on the head, before the body is read and before
-admission: an unauthenticated or stalled client holds no admission slot (issue 23).
+route "other": no stages. The upstream path is the table's, never the client's bytes.
+The key is checked on the head, before the body is read and before admission: an
+unauthenticated or stalled client holds no admission slot (issue 23). A pass-through
+route keeps tenants apart as the table says (issue 33): a `salted` one gets the
+tenant's cache_salt over the client's (its JSON parsed and written off the loop when
+big), a response id it names must be the tenant's (proxy/owners.py). The key is read
+from exactly one Authorization header (`head_headers`), and never goes upstream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,13 +24,18 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.admission import Admission
 from proxy.context import RequestContext
-from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError
+from proxy.errors import InvalidRequest, NotFound, PayloadTooLarge, ProxyError, Unauthorized
+from proxy.http.routes import Match, match
+from proxy.owners import ResponseOwners
 from proxy.pipeline import Pipeline, describe_error
-from proxy.protocol import RequestParser
+from proxy.prompt.body import Prompt
+from proxy.protocol import RequestParser, parse_json
 from proxy.relay import ClientDisconnected, Reply
 from proxy.response.path import ResponsePath
 from proxy.routing.endpoint import EndpointPool
 from proxy.routing.router import Router
+from proxy.settings import TelemetrySettings
+from proxy.telemetry.bounded import capped, request_id_of
 from proxy.upstream.headers import upstream_request_headers
 
 log = logging.getLogger("ragtrim.forward")
@@ -60,6 +69,9 @@ class Forwarder:
     max_body_bytes: int
     log_prompts: bool
     parser: RequestParser  # the body's parse and shape caps, off the loop when big (issue 33)
+    salt: Callable[[str], str | None]  # the tenant stage's salt_of, for salted pass-through
+    owners: ResponseOwners  # response id -> tenant (issue 33)
+    telemetry: TelemetrySettings  # a longer x-request-id is replaced (issue 33)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
                        path: str) -> None:  # fmt: skip
@@ -68,10 +80,13 @@ class Forwarder:
         try:
             headers = head_headers(scope)
             tenant = self.authenticate(headers)  # on the head: 401 before the body is read
+            found = match(path)
+            if found is None:  # the data plane routed it by this table: never happens
+                raise NotFound(f"no route {path[:200]!r} in ragtrim", code="not_found")
             raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
             self.admission.enter()  # the body is in: a stalled client never holds a slot
             try:
-                ctx = await self._prepare(route, raw, headers, tenant)
+                ctx = await self._prepare(found, raw, headers, tenant)
                 await self._forward(ctx, scope, receive, reply, path)
             finally:
                 self.admission.leave()
@@ -81,20 +96,39 @@ class Forwarder:
             await reply.error(exc)
         except Exception as exc:  # a bug must still leave in the envelope, never as plain text
             detail = describe_error(exc, self.log_prompts)  # messages may quote prompts
-            log.error("unexpected error forwarding %s: %s", scope.get("path"), detail,
+            log.error("unexpected error forwarding %s: %s", capped(scope.get("path"), 256), detail,
                       exc_info=self.log_prompts)  # fmt: skip
             await reply.error(ProxyError("internal error in ragtrim"))
 
-    async def _prepare(self, route: str, raw: bytes, headers: dict[str, str],
+    async def _prepare(self, found: Match, raw: bytes, headers: dict[str, str],
                        tenant: str) -> RequestContext:  # fmt: skip
-        request_id = headers.get("x-request-id") or uuid.uuid4().hex
-        if route == "other":  # relayed unchanged (the key was checked on the head)
-            ctx = RequestContext(request_id, route, raw, {}, headers)
-            ctx.tenant = tenant
-            return ctx
+        request_id = request_id_of(headers.get("x-request-id"), self.telemetry.max_request_id_chars)
+        route = found.route.kind
+        if route == "other":  # no stages (the key was checked on the head)
+            return await self._pass_through(found, request_id, raw, headers, tenant)
         body = await self.parser.parse(raw, route)
-        ctx = RequestContext(request_id, route, raw, body, headers)
+        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
         await self.pipeline.run(ctx)
+        return ctx
+
+    async def _pass_through(self, found: Match, request_id: str, raw: bytes,
+                            headers: dict[str, str], tenant: str) -> RequestContext:  # fmt: skip
+        """The table's rules for a pass-through route: the owner of a response id it
+        names, and the tenant's salt written over the client's; nothing else changes."""
+        spec, body = found.route, {}
+        if spec.owner == "reads":
+            await self.owners.check(tenant, found.object_id)
+        salt = self.salt(tenant) if spec.salted else None
+        if salt is not None or (spec.owner == "creates" and self.owners.enforced):
+            if len(raw) > self.parser.offload_bytes:
+                raw, body = await asyncio.to_thread(salted, raw, salt, self.parser)
+            else:
+                raw, body = salted(raw, salt, self.parser)
+        previous = body.get("previous_response_id")
+        if spec.owner == "creates" and isinstance(previous, str):
+            await self.owners.check(tenant, previous, "Previous response")
+        ctx = RequestContext(request_id, "other", raw, body, headers, route_match=found)
+        ctx.tenant = tenant
         return ctx
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
@@ -103,12 +137,33 @@ class Forwarder:
         ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
         if ctx.route == "other":
             path = _with_query(path, scope.get("query_string") or b"")
-        headers = upstream_request_headers(scope["headers"], scope.get("client"))
+        headers = upstream_request_headers(scope["headers"], scope.get("client"), ctx.request_id)
         await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)
 
 
+def salted(raw: bytes, salt: str | None, parser: RequestParser) -> tuple[bytes, dict]:
+    """(the bytes to send, the body): the JSON parsed (a 400 when it is not an object)
+    and, with a salt, written again with the tenant's cache_salt over the client's."""
+    body = parse_json(raw, parser.limits)
+    if salt is None or body.get("cache_salt") == salt:
+        return raw, body
+    prompt = Prompt(body)
+    prompt.set("cache_salt", salt)
+    return prompt.encode(raw), body
+
+
 def head_headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    """The request's headers by name. Every key ragtrim reads comes from here, so one
+    rule holds on every route (issue 33: chat read the last of two Authorization
+    headers, /v1/compress and the usage report the first, and a bad key followed by a
+    good one was let in): a second Authorization header is a 401."""
+    headers: dict[str, str] = {}
+    for k, v in scope["headers"]:
+        name = k.decode("latin-1")
+        if k == b"authorization" and name in headers:
+            raise Unauthorized("More than one Authorization header: send exactly one.")
+        headers[name] = v.decode("latin-1")
+    return headers
 
 
 _QUERY = re.compile(rb"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*")

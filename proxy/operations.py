@@ -9,6 +9,7 @@ middleware, left out when tracing, the access log and accounting are all off).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ class Operations:
     access_log: AccessLog | None = None
     accounting: Accounting | None = None
     quota: QuotaStage | None = None
+    vouches: Callable[[dict[str, str]], bool] | None = None  # may a client steer its trace
 
     @property
     def observing(self) -> bool:
@@ -50,7 +52,7 @@ class Operations:
             return app
         return TelemetryMiddleware(
             app, self.metrics, tracing=self.tracing, access_log=self.access_log,
-            accounting=self.accounting,
+            accounting=self.accounting, vouches=self.vouches,
         )  # fmt: skip
 
     async def aclose(self) -> None:

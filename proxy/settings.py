@@ -39,6 +39,7 @@ from proxy.config.operations import (  # noqa: F401 - re-exported: `from proxy.s
     AccessLogSettings,
     AccountingSettings,
     QuotaSettings,
+    TelemetrySettings,
     TenantQuota,
 )
 from proxy.config.routing import (  # noqa: F401 - re-exported: `from proxy.settings import X`
@@ -131,6 +132,7 @@ class Settings(BaseSettings):
     warmup: WarmupSettings = Field(default_factory=WarmupSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     access_log: AccessLogSettings = Field(default_factory=AccessLogSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     accounting: AccountingSettings = Field(default_factory=AccountingSettings)
     quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     log_level: Literal["debug", "info", "warning", "error"] = Field(

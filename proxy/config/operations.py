@@ -1,4 +1,5 @@
-"""What operators run a fleet with: the access log, per-tenant accounting and quotas."""
+"""What operators run a fleet with: the access log, telemetry's bounds, per-tenant
+accounting and quotas."""
 
 from __future__ import annotations
 
@@ -10,6 +11,25 @@ from pydantic import BaseModel, Field
 class AccessLogSettings(BaseModel):
     enabled: bool = Field(
         False, description="One JSON line per request on stderr (logger ragtrim.access)."
+    )
+
+
+class TelemetrySettings(BaseModel):
+    """Sizes of what logs and traces carry (issue 33: a 1 MB model name made a 1 MB log
+    line and span attribute; a 60 KB x-request-id was logged, traced and echoed):
+    proxy/telemetry/bounded.py."""
+
+    max_value_chars: int = Field(
+        256,
+        ge=16,
+        description="Longest string an access-log field or span attribute carries (model, "
+        "request id, path, tenant); longer ones are cut and marked …[+N].",
+    )
+    max_request_id_chars: int = Field(
+        128,
+        ge=16,
+        description="Longest x-request-id kept from a client; a longer one, or one with "
+        "spaces, control or non-ASCII characters, is replaced by a generated id (never echoed).",
     )
 
 

@@ -31,6 +31,19 @@ class TenancySettings(BaseModel):
         "without api_keys, off with them (a tenant has no need to learn backend URLs).",
     )
 
+    response_owners: int = Field(
+        20_000,
+        ge=1,
+        description="Response ids (the Responses API's) whose tenant each replica remembers, "
+        "most recently used kept; a GET, cancel or previous_response_id of an id not known "
+        "for the asking tenant is a 404. With Redis every id is also shared.",
+    )
+    response_owner_ttl_s: float = Field(
+        7 * 24 * 3600.0,
+        gt=0,
+        description="Seconds a response id's tenant is kept in Redis (the shared record).",
+    )
+
     @model_validator(mode="after")
     def _secret_with_keys(self) -> TenancySettings:
         """Without a secret, anyone who knows a tenant's name can compute its salt

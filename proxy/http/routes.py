@@ -16,6 +16,16 @@ own probes and metrics). `{id}` matches one segment of letters, digits, `_` and 
 `keyed` control routes need a valid key when tenancy is on (they reveal backend URLs
 and fleet-wide figures); /healthz and /readyz stay open for probes (/readyz shows its
 details only with a key: proxy/routes.py).
+
+How each route keeps tenants apart (issue 33: tenants met on the pass-through routes):
+`salted` routes run the model on a JSON body whose vLLM request model takes
+`cache_salt` (chat, completions, responses and the pooling routes: embeddings, score,
+rerank), so the tenant's salt is written over the client's. The others reach no prefix
+cache (/tokenize, /detokenize, a stored response) or take no salt in vLLM (the audio
+routes: a multipart form). `owner` is the Responses API's: "creates" records the ids
+of the responses a tenant makes (and checks its `previous_response_id`), "reads" needs
+the `{id}` to be the tenant's (proxy/owners.py). `name` is the table's own path, the
+`{id}` left as is: what spans and logs call a route (never the raw path).
 """
 
 from __future__ import annotations
@@ -33,26 +43,35 @@ class Route:
     kind: str  # "chat" | "completions" | "other" (pass-through) | "control"
     methods: frozenset[str]
     keyed: bool = False  # control routes only: a valid key when tenancy is on
+    salted: bool = False  # the tenant's cache_salt is written into the body
+    owner: str = ""  # "creates" | "reads": response ids (proxy/owners.py); "" = none
 
 
 @dataclass(frozen=True)
 class Match:
     route: Route
     path: str  # the table's path (the ids filled in): what the app and upstream see
+    name: str  # the table's path with `{id}` as is: bounded, for spans and logs
+
+    @property
+    def object_id(self) -> str:
+        """The `{id}` of a templated route ("" on an exact one)."""
+        return self.path.split("/")[3] if self.route.owner == "reads" else ""
 
 
 EXACT: dict[str, Route] = {
-    "/v1/chat/completions": Route("chat", POST),
-    "/v1/completions": Route("completions", POST),
+    "/v1/chat/completions": Route("chat", POST, salted=True),
+    "/v1/completions": Route("completions", POST, salted=True),
+    "/v1/responses": Route("other", POST, salted=True, owner="creates"),
+    **{
+        path: Route("other", POST, salted=True)
+        for path in ("/v1/embeddings", "/v1/score", "/v1/rerank")
+    },
     **{
         path: Route("other", POST)
         for path in (
-            "/v1/embeddings",
-            "/v1/responses",
             "/v1/audio/transcriptions",
             "/v1/audio/translations",
-            "/v1/score",
-            "/v1/rerank",
             "/tokenize",
             "/detokenize",
         )
@@ -66,12 +85,12 @@ EXACT: dict[str, Route] = {
     "/readyz": Route("control", GET),
 }
 TEMPLATES: tuple[tuple[tuple[str, ...], Route], ...] = (
-    (("", "v1", "responses", "{id}"), Route("other", GET)),
-    (("", "v1", "responses", "{id}", "cancel"), Route("other", POST)),
+    (("", "v1", "responses", "{id}"), Route("other", GET, owner="reads")),
+    (("", "v1", "responses", "{id}", "cancel"), Route("other", POST, owner="reads")),
 )
 
 
-_EXACT_MATCHES = MappingProxyType({path: Match(route, path) for path, route in EXACT.items()})
+_EXACT_MATCHES = MappingProxyType({path: Match(route, path, path) for path, route in EXACT.items()})
 
 
 def match(path: str) -> Match | None:
@@ -82,7 +101,7 @@ def match(path: str) -> Match | None:
     segments = path.split("/")
     for template, route in TEMPLATES:
         if len(template) == len(segments) and all(map(_fits, template, segments)):
-            return Match(route, path)
+            return Match(route, path, "/".join(template))
     return None
 
 

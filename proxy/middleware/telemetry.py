@@ -9,18 +9,26 @@ access log line and the tenant's accounting, all from one `RequestRecord`.
 Accounting is awaited after the app has returned, that is once the last body byte was
 handed to the server: the client never waits for the shared store. Nothing here runs
 when all three are off (create_app then leaves this middleware out).
+
+A client's `traceparent` is continued only when `vouches` accepts its headers (a valid
+key when tenancy has keys; issue 33): its sampled flag must not force spans on
+ragtrim for a client without a key. The span's name and values are bounded
+(proxy/telemetry/tracing.py).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from proxy.accesslog import AccessLog
 from proxy.accounting import Accounting, counts_of
+from proxy.errors import ProxyError
+from proxy.forward import head_headers
 from proxy.metrics import Metrics
 from proxy.telemetry.record import CURRENT, RequestRecord
 from proxy.telemetry.tracing import Tracing
@@ -32,8 +40,10 @@ UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})  # probes and scrapes:
 class TelemetryMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics, *, tracing: Tracing | None = None,
                  access_log: AccessLog | None = None,
-                 accounting: Accounting | None = None):  # fmt: skip
+                 accounting: Accounting | None = None,
+                 vouches: Callable[[dict[str, str]], bool] | None = None):  # fmt: skip
         self.app = app
+        self.vouches = vouches  # None: every client's trace context is continued
         self.metrics = metrics
         self.tracing = tracing
         self.access_log = access_log
@@ -66,13 +76,23 @@ class TelemetryMiddleware:
     async def _traced(self, scope: Scope, receive: Receive, send: Send,
                       record: RequestRecord) -> None:  # fmt: skip
         traced = self.tracing is not None and scope["path"] not in UNTRACED
-        manager = self.tracing.server_span(scope) if traced else nullcontext()
+        manager = self.tracing.server_span(scope, self._trusted(scope)) if traced else nullcontext()
         with manager as span:
             try:
                 await self.app(scope, receive, send)
             finally:
                 if span is not None:
-                    _describe(span, record)
+                    self.tracing.describe(span, _described(record))
+
+    def _trusted(self, scope: Scope) -> bool:
+        """Whether the client's trace context may be continued (checked only when it
+        sent one: the key compare costs a little on every request otherwise)."""
+        if self.vouches is None or not any(k == b"traceparent" for k, _ in scope["headers"]):
+            return True
+        try:
+            return self.vouches(head_headers(scope))
+        except ProxyError:  # a duplicated Authorization header
+            return False
 
     async def _after(self, scope: Scope, record: RequestRecord) -> None:
         if self.access_log is not None:
@@ -88,14 +108,15 @@ class TelemetryMiddleware:
             self.metrics.stage_failures.labels("accounting").inc()
 
 
-def _describe(span, record: RequestRecord) -> None:
-    span.set_attribute("http.response.status_code", record.status)
+def _described(record: RequestRecord) -> dict[str, object]:
+    """The server span's attributes once the request is over (the tracing caps them)."""
+    out: dict[str, object] = {"http.response.status_code": record.status}
     ctx = record.ctx
     if ctx is None:
-        return
-    span.set_attribute("ragtrim.request_id", ctx.request_id)
-    span.set_attribute("ragtrim.tenant", ctx.tenant)
+        return out
+    out |= {"ragtrim.request_id": ctx.request_id, "ragtrim.tenant": ctx.tenant}
     if ctx.model:
-        span.set_attribute("gen_ai.request.model", ctx.model)
+        out["gen_ai.request.model"] = ctx.model
     if record.backend:
-        span.set_attribute("ragtrim.backend", record.backend)
+        out["ragtrim.backend"] = record.backend
+    return out

@@ -11,9 +11,12 @@
   own chunk times (recorded once, in proxy/upstream/exchange.py).
 - `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
   prefix registry (proxy/feedback.py).
+- `OwnerHook`: the tenant of each response id /v1/responses answers with (issue 33).
 
-Pass-through routes (`route == "other"`) get the headers and nothing else: their
-bodies are not OpenAI completions, so there is no usage to read or learn from.
+Pass-through routes (`route == "other"`) get the headers and their owner record and
+nothing else: their bodies are not OpenAI completions, so there is no usage to read or
+learn from. The usage tap is a chat/completions stream's and the id tap a
+/v1/responses stream's: a stream never needs both (one filter per stream).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 from proxy.context import RequestContext
 from proxy.errors import UpstreamError
 from proxy.metrics import Metrics
+from proxy.owners import ResponseOwners
+from proxy.response.ids import ResponseIdTap, body_id
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders
 from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
@@ -99,3 +104,30 @@ class FeedbackHook:
         if error is None and ctx.route != "other":
             ttft_ms = ex.ttft_ms() if ctx.stream else None
             self.feedback.observe(ctx, ex.url, ex.usage, ttft_ms)
+
+
+class OwnerHook:
+    """The tenant of every response id a /v1/responses answer names (issue 33), from
+    the JSON body's `id` or the stream's `response.created` event (proxy/response/ids.py):
+    later GETs, cancels and continuations are checked against it (proxy/owners.py).
+    Only the `creates` routes of the table, only answers of 200, only with tenants."""
+
+    def __init__(self, owners: ResponseOwners):
+        self.owners = owners
+
+    def _records(self, ctx: RequestContext, ex: Exchange) -> bool:
+        found = ctx.route_match
+        owned = found is not None and found.route.owner == "creates"
+        return owned and ex.status == 200 and self.owners.enforced
+
+    def stream(self, ctx: RequestContext, ex: Exchange) -> ResponseIdTap | None:
+        if not self._records(ctx, ex):
+            return None
+        return ResponseIdTap(lambda rid: self.owners.record(ctx.tenant, rid))
+
+    def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
+        if self._records(ctx, ex):
+            rid = body_id(parts)
+            if rid is not None:
+                self.owners.record(ctx.tenant, rid)
+        return []

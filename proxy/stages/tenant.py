@@ -12,7 +12,10 @@ api_keys are set: without it anyone who knows a tenant's name could compute its 
 before the body is read; this stage checks it again (one constant-time compare per
 key), so the pipeline holds on its own. `ctx.tenant` also scopes the chunk memo
 (cache/keys.py); the prefix registry and replay bodies are keyed by the prefix key,
-which covers the tenant's salt set here.
+which covers the tenant's salt set here. The pass-through routes whose vLLM request
+takes a salt get the same one from `salt_of` (issue 33: /v1/responses carried the
+client's own); `vouches` says whether a request may steer ragtrim's telemetry (the
+client's sampled flag), which only a valid key may when keys are configured.
 """
 
 from __future__ import annotations
@@ -61,9 +64,22 @@ class TenantStage:
             raise Unauthorized("Incorrect API key provided.")
         return tenant
 
+    def salt_of(self, tenant: str) -> str | None:
+        """The cache_salt of `tenant`; None without one (the client's salt passes)."""
+        return tenant_salt(tenant, self.settings.salt_secret) if tenant else None
+
+    def vouches(self, headers: dict[str, str]) -> bool:
+        """True without api_keys (nobody has a key to show), else for a valid key."""
+        if not self.settings.api_keys:
+            return True
+        try:
+            self.authenticate(headers)
+        except Unauthorized:
+            return False
+        return True
+
     async def __call__(self, ctx: RequestContext) -> None:
         ctx.tenant = self.authenticate(ctx.headers)
-        if not ctx.tenant:
-            return
-        salt = tenant_salt(ctx.tenant, self.settings.salt_secret)
-        ctx.prompt.set("cache_salt", salt)  # a client's own salt is overwritten
+        salt = self.salt_of(ctx.tenant)
+        if salt is not None:
+            ctx.prompt.set("cache_salt", salt)  # a client's own salt is overwritten

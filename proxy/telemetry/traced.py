@@ -72,7 +72,7 @@ class TracedTransport:
         try:
             response = await self.inner.send(method, url, self.tracing.inject(headers, span), body)
         except BaseException as exc:
-            span.record_exception(exc)
+            self.tracing.record_error(span, exc)
             span.set_attribute("error.type", type(exc).__name__)
             span.end()
             raise

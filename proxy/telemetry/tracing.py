@@ -21,6 +21,13 @@ finds the server span as its parent across the awaits in between.
 Attributes never carry prompt text: the stage spans copy the x-ragtrim-* values a
 stage set (template names, decisions, counts), the server span the route, the model
 and the tenant. Off (the default), none of this is imported or called.
+
+Bounded (issue 33, proxy/telemetry/bounded.py): the server span is named from the
+route table (`POST /v1/responses/{id}`, `GET unmatched`), never the raw path; every
+string attribute is cut to `telemetry.max_value_chars`, marked. The client's trace
+context (and with it its sampled flag) is continued only for a request the tenant
+stage vouches for (a valid key when keys are configured): otherwise a client without
+a key could force every span of its requests to be kept at sample_ratio 0.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ import time
 from typing import Any
 
 from proxy.context import RequestContext
-from proxy.settings import TracingSettings
+from proxy.settings import TelemetrySettings, TracingSettings
+from proxy.telemetry.bounded import capped, capped_all, method_name, route_name
 
 log = logging.getLogger("ragtrim.tracing")
 TRACED_STAGES = frozenset({"segment", "compress", "quota"})  # the ones that cost time
@@ -39,25 +47,36 @@ _TRACE_HEADERS = frozenset({"traceparent", "tracestate"})
 
 
 class Tracing:
-    def __init__(self, provider: Any):
+    def __init__(self, provider: Any, max_value_chars: int):
         from opentelemetry import trace
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         self.provider = provider
+        self.limit = max_value_chars
         self.tracer = provider.get_tracer("ragtrim")
         self.propagator = TraceContextTextMapPropagator()
         self._trace = trace
 
-    def server_span(self, scope: dict[str, Any]):
-        """The request's span, continuing the client's trace when it sent one."""
+    def server_span(self, scope: dict[str, Any], trusted: bool):
+        """The request's span, continuing the client's trace when it sent one and is
+        `trusted`; otherwise a new trace, sampled by ragtrim's own ratio."""
         carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
                    if k in (b"traceparent", b"tracestate")}  # fmt: skip
-        parent = self.propagator.extract(carrier) if carrier else None
-        method, path = scope.get("method", ""), scope.get("path", "")
-        attributes = {"http.request.method": method, "url.path": path}
-        return self.tracer.start_as_current_span(f"{method} {path}", context=parent,
+        parent = self.propagator.extract(carrier) if carrier and trusted else None
+        method, route = method_name(scope.get("method", "")), route_name(scope)
+        attributes = {"http.request.method": method, "http.route": route,
+                      "url.path": capped(scope.get("path", ""), self.limit)}  # fmt: skip
+        return self.tracer.start_as_current_span(f"{method} {route}", context=parent,
                                                  kind=self._trace.SpanKind.SERVER,
                                                  attributes=attributes)  # fmt: skip
+
+    def record_error(self, span: Any, error: BaseException) -> None:
+        """The exception event, its message cut to the limit (it may quote a value)."""
+        span.record_exception(error, {"exception.message": capped(str(error), self.limit)})
+
+    def describe(self, span: Any, attributes: dict[str, Any]) -> None:
+        """Set `attributes` on `span`, every string cut to the limit (marked)."""
+        span.set_attributes(capped_all(attributes, self.limit))
 
     async def run_stage(self, stage: Any, ctx: RequestContext) -> None:
         """Run a pipeline stage and record it as a span, written once it is over (no
@@ -81,16 +100,15 @@ class Tracing:
     def _stage_span(self, name: str, start: int, end: int, changed: dict[str, str],
                     error: BaseException | None) -> None:  # fmt: skip
         span = self.tracer.start_span(f"ragtrim.{name}", start_time=start)
-        for header, value in changed.items():
-            span.set_attribute(_attribute(header), value)
+        self.describe(span, {_attribute(header): value for header, value in changed.items()})
         if error is not None:
-            span.record_exception(error)
+            self.record_error(span, error)
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
         span.end(end_time=end)
 
     def start_client_span(self, name: str, attributes: dict[str, Any]) -> Any:
         return self.tracer.start_span(name, kind=self._trace.SpanKind.CLIENT,
-                                      attributes=attributes)  # fmt: skip
+                                      attributes=capped_all(attributes, self.limit))  # fmt: skip
 
     def inject(self, headers: list[tuple[str, str]], span: Any) -> list[tuple[str, str]]:
         """`headers` with the client's trace headers replaced by `span`'s context."""
@@ -108,7 +126,7 @@ def _attribute(header: str) -> str:
     return "ragtrim." + header.removeprefix("x-ragtrim-").replace("x-ratelimit-", "ratelimit.")
 
 
-def build_tracing(settings: TracingSettings) -> Tracing | None:
+def build_tracing(settings: TracingSettings, telemetry: TelemetrySettings) -> Tracing | None:
     """The tracing of one app, or None when off (or the otel extra is missing)."""
     if not settings.on:
         return None
@@ -127,4 +145,4 @@ def build_tracing(settings: TracingSettings) -> Tracing | None:
         shutdown_on_exit=False,  # the app shuts it down (Components.stop), no atexit hook
     )
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=settings.endpoint)))
-    return Tracing(provider)
+    return Tracing(provider, telemetry.max_value_chars)

@@ -35,7 +35,7 @@ class Recorder:
             out = {"object": "list", "data": [{"id": "stub-model"}]}
         else:
             self.seen.append((scope["path"], scope["query_string"], json.loads(body or b"{}")))
-            out = {"choices": [{"message": {"content": "ok"}}], "usage": {}}
+            out = {"id": "resp_1", "choices": [{"message": {"content": "ok"}}], "usage": {}}
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json")]})  # fmt: skip
         await send({"type": "http.response.body", "body": json.dumps(out).encode()})
@@ -93,6 +93,8 @@ def test_pass_through_goes_to_the_table_path_with_the_query(recorded):
     resp = rawhttp.exchange(proxy.port, rawhttp.post("/tokenize?x=1&y=a%20b", b"{}", A))
     assert resp.status == 200
     assert recorder.seen == [("/tokenize", b"x=1&y=a%20b", {})]
+    made = rawhttp.exchange(proxy.port, rawhttp.post("/v1/responses", b"{}", A))
+    assert made.status == 200  # resp_1 is acme's now (issue 33: owner checks)
     resp = rawhttp.exchange(proxy.port, rawhttp.get("/v1/responses/resp_1", A))
     assert resp.status == 200 and recorder.seen[-1][0] == "/v1/responses/resp_1"
 

@@ -113,5 +113,6 @@ def test_stages_that_did_nothing_leave_no_span():
 
 def test_without_the_otel_extra_tracing_stays_off(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)  # import fails
-    assert build_tracing(Settings(tracing={"enabled": "on"}).tracing) is None
+    s = Settings(tracing={"enabled": "on"})
+    assert build_tracing(s.tracing, s.telemetry) is None
     assert "ragtrim[otel]" in caplog.text
