@@ -54,6 +54,7 @@ _FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _JSON_LINE = re.compile(r"^[ \t]*[{\[]", re.MULTILINE)
 _DECODER = json.JSONDecoder()
 JSON_WORK_FACTOR = 4
+JSON_WINDOW = 256
 _READ = (
     r"\p{Latin}\p{Greek}\p{Cyrillic}\p{Hebrew}\p{Arabic}\p{Devanagari}\p{Han}"
     r"\p{Hiragana}\p{Katakana}\p{Hangul}\p{Bopomofo}\p{Inherited}[\p{Common}--\p{So}]"
@@ -96,26 +97,42 @@ def json_blocks(text: str) -> list[Span]:
 
     Not protect.json_spans: that one walks every brace in Python (20k `{` held the loop
     120 ms here, where this runs for small contexts). The C decoder reads each candidate
-    instead, and the characters it reads over all candidates, failures included (an
-    error's position tells how far it read), are capped at JSON_WORK_FACTOR × len(text):
-    linear on any input."""
+    instead, in a window that doubles while the value may go on past it (a decoding
+    error's line number costs a count from the start of what it decodes, so never the
+    whole text); the characters handed to it over all candidates are capped at
+    JSON_WORK_FACTOR × len(text): linear on any input."""
     spans: list[Span] = []
     left = JSON_WORK_FACTOR * len(text)
     found = _JSON_LINE.search(text)
     while found is not None and left > 0:
         start = found.end() - 1
-        try:
-            end = _DECODER.raw_decode(text, start)[1]
-        except json.JSONDecodeError as exc:
-            left -= exc.pos - start + 1
+        end, cost = _json_end(text, start, left)
+        left -= cost
+        if end is None:
             found = _JSON_LINE.search(text, start + 1)
-            continue
-        except RecursionError:  # nested deeper than the decoder goes: not judged as JSON
-            break
-        spans.append((start, end))
-        left -= end - start
-        found = _JSON_LINE.search(text, end)
+        else:
+            spans.append((start, end))
+            found = _JSON_LINE.search(text, end)
     return spans
+
+
+def _json_end(text: str, start: int, left: int) -> tuple[int | None, int]:
+    """Where the JSON value opening at `start` ends (None: it does not parse), and the
+    characters decoded to find out."""
+    window, cost = JSON_WINDOW, 0
+    while cost < left:
+        piece = text[start : start + window]
+        cost += len(piece)
+        try:
+            return start + _DECODER.raw_decode(piece)[1], cost
+        except json.JSONDecodeError as exc:
+            cut = exc.pos >= len(piece) - 1 or exc.msg.startswith("Unterminated string")
+            if not cut or start + window >= len(text):
+                return None, cost
+        except RecursionError:  # nested deeper than the decoder goes: not judged as JSON
+            return None, cost
+        window *= 2
+    return None, cost
 
 
 def is_opaque(text: str) -> bool:
