@@ -22,10 +22,12 @@ for one prefix then never teach each other a false eviction.
 Aging, three ways. A block is held for at most `ttl` seconds after its last
 confirmation. vLLM evicts much sooner under pressure, so `confirm` corrects the
 record with the `cached_tokens` vLLM reports: fewer than the receipt predicted means
-the backend had evicted a block confirmed `age` seconds before, and that backend's
-horizon drops to `age` (every older block of it reads as evicted too); more than
-predicted, where the record held blocks past the horizon, raises the horizon to the
+the backend had evicted a block confirmed `age` seconds before, and the horizon of
+that backend for that tenant drops to `age` (every older block reads as evicted too);
+more than predicted, where the record held blocks past the horizon, raises it to the
 age of the deepest one vLLM still had (nothing is added: the blocks were recorded).
+Per tenant, not per backend, though eviction is the backend's: one tenant's requests
+must not move another's pricing (issue 33), and each tenant's own misses teach it.
 Why a horizon and not dropping "the blocks beyond that point": the request that
 reported the miss has just prefilled those very blocks, so the backend holds them now;
 what the miss teaches is how long the backend keeps things, which the horizon learns
@@ -92,7 +94,7 @@ class ForwardedRecord:
         self.lru = ByteLRU(max_bytes, owner=itemgetter(0))  # keys: (tenant, masked hash)
         self._stamps: dict[int, float] = {}  # masked hash -> monotonic time confirmed
         self._masks: dict[str, int] = {}  # backend -> its mask
-        self._horizons: dict[str, float] = {}  # backend -> learned retention, seconds
+        self._horizons: dict[tuple[str, str], float] = {}  # (backend, tenant) -> seconds
 
     @property
     def bytes(self) -> int:
@@ -108,9 +110,12 @@ class ForwardedRecord:
         return prompt_blocks(self.salt, tenant, units, block_size, partition=partition,
                              chars_per_token=chars_per_token)  # fmt: skip
 
-    def horizon(self, backend: str) -> float:
-        """How long `backend` is believed to keep a block: `ttl` until a miss says less."""
-        return min(self.ttl, self._horizons.get(backend, self.ttl))
+    def horizon(self, backend: str, tenant: str = "") -> float:
+        """How long `backend` is believed to keep `tenant`'s blocks: `ttl` until a miss
+        says less. Per tenant (issue 33: no request teaches the gate for others): a
+        tenant whose requests vLLM cannot serve from its cache (a cache_salt the caller
+        did not put in `partition`) shortens only its own."""
+        return min(self.ttl, self._horizons.get((backend, tenant), self.ttl))
 
     def held(self, backend: str, blocks: Blocks) -> int:
         """The leading tokens of `blocks` that `backend` holds, by this record.
@@ -121,7 +126,8 @@ class ForwardedRecord:
         mask = self._masks.get(backend)
         if mask is None:
             return 0
-        stamps, oldest, hashes = self._stamps, self.clock() - self.horizon(backend), blocks.hashes
+        oldest = self.clock() - self.horizon(backend, blocks.tenant)
+        stamps, hashes = self._stamps, blocks.hashes
         lo, hi = 0, blocks.hittable  # blocks before lo are held; from hi on, not known
         while lo < hi:
             mid = (lo + hi) // 2
@@ -144,7 +150,7 @@ class ForwardedRecord:
             if stamp is None:
                 break
             ages.append(now - stamp)
-        horizon = self.horizon(backend)
+        horizon = self.horizon(backend, blocks.tenant)
         predicted = next((n for n, age in enumerate(ages) if age > horizon), len(ages))
         return Receipt(backend, blocks, predicted, tuple(ages))
 
@@ -159,20 +165,21 @@ class ForwardedRecord:
     def forget(self, backend: str) -> None:
         """`backend` left or restarted: nothing recorded for it counts any more."""
         self._masks.pop(backend, None)
-        self._horizons.pop(backend, None)
+        for key in [k for k in self._horizons if k[0] == backend]:
+            del self._horizons[key]
 
     def _learn(self, receipt: Receipt, cached_tokens: int) -> None:
         blocks, predicted, ages = receipt.blocks, receipt.predicted, receipt.ages
         got = blocks.blocks(cached_tokens)
         slack = 0.0 if blocks.exact else 1 + TEXT_SLACK * predicted
-        backend = receipt.backend
+        key = (receipt.backend, blocks.tenant)
+        horizon = self.horizon(*key)
         if got < predicted - slack:  # it lacked a block the record said it held
-            age = ages[int(got + slack)]
-            self._horizons[backend] = max(MIN_HORIZON_S, min(self.horizon(backend), age))
+            self._horizons[key] = max(MIN_HORIZON_S, min(horizon, ages[int(got + slack)]))
         elif got > predicted + slack:  # it held blocks the record had aged out
             deepest = min(int(got - slack), len(ages)) - 1
             if deepest >= predicted:
-                self._horizons[backend] = min(self.ttl, max(self.horizon(backend), ages[deepest]))
+                self._horizons[key] = min(self.ttl, max(horizon, ages[deepest]))
 
     def _hold(self, backend: str, blocks: Blocks) -> None:
         """Every block confirmed now; the deepest first, so that parents are the most

@@ -186,10 +186,26 @@ def test_fewer_cached_tokens_than_predicted_shortens_the_backends_horizon():
     receipt = rec.expect("a", rec.blocks("t", ids, B))
     assert receipt.predicted == 9
     rec.confirm(receipt, cached_tokens=48)  # block 3 was gone
-    assert rec.horizon("a") == pytest.approx(120)
+    assert rec.horizon("a", "t") == pytest.approx(120)
     assert rec.held("a", old) == 0  # 150 s old: past the horizon
     assert rec.held("a", rec.blocks("t", ids, B)) == 144  # the request refreshed it
-    assert rec.horizon("b") == 600  # another backend learns nothing
+    assert rec.horizon("b", "t") == 600  # another backend learns nothing
+
+
+def test_one_tenants_misses_never_shorten_anothers_horizon():
+    """A tenant whose requests vLLM does not serve from cache (say, its own cache_salt
+    left out of `partition`) reports misses: only its own pricing changes."""
+    rec, clock = record()
+    beta = rec.blocks("beta", DOCS, B)
+    send(rec, "a", beta)
+    alpha = rec.blocks("alpha", DOCS, B)
+    send(rec, "a", alpha)
+    for _ in range(5):
+        clock.now += 30
+        send(rec, "a", alpha, cached=0)
+    assert rec.horizon("a", "alpha") == pytest.approx(30)
+    assert rec.horizon("a", "beta") == 600
+    assert rec.held("a", beta) == len(DOCS) // 64 * B  # 150 s old, still priced held
 
 
 def test_more_cached_tokens_than_predicted_raises_the_horizon_again():
@@ -199,12 +215,12 @@ def test_more_cached_tokens_than_predicted_raises_the_horizon_again():
     clock.now += 10
     send(rec, "a", rec.blocks("t", list(range(500, 660)), B), cached=0)
     rec.confirm(rec.expect("a", rec.blocks("t", list(range(500, 660)), B)), 0)
-    assert rec.horizon("a") == MIN_HORIZON_S  # prefix caching off, as far as it knows
+    assert rec.horizon("a", "t") == MIN_HORIZON_S  # prefix caching off, as far as it knows
     clock.now += 50
     receipt = rec.expect("a", rec.blocks("t", ids, B))
     assert receipt.predicted == 0 and len(receipt.ages) == 9
     rec.confirm(receipt, cached_tokens=144)  # vLLM had all of it, 60 s old
-    assert rec.horizon("a") == pytest.approx(60)
+    assert rec.horizon("a", "t") == pytest.approx(60)
 
 
 def test_text_estimates_within_the_slack_teach_nothing():
@@ -213,17 +229,19 @@ def test_text_estimates_within_the_slack_teach_nothing():
     send(rec, "a", blocks)
     receipt = rec.expect("a", blocks)
     rec.confirm(receipt, cached_tokens=int(blocks.tokens(receipt.predicted) * 0.93))
-    assert rec.horizon("a") == 600
+    assert rec.horizon("a", "t") == 600
     rec.confirm(rec.expect("a", blocks), cached_tokens=0)  # a real miss still teaches
-    assert rec.horizon("a") == MIN_HORIZON_S
+    assert rec.horizon("a", "t") == MIN_HORIZON_S
 
 
 def test_a_forgotten_backend_holds_nothing():
     rec, _ = record()
     blocks = rec.blocks("t", DOCS, B)
     send(rec, "a", blocks)
+    rec.confirm(rec.expect("a", blocks), 0)
+    assert rec.horizon("a", "t") == MIN_HORIZON_S
     rec.forget("a")
-    assert rec.held("a", blocks) == 0
+    assert rec.held("a", blocks) == 0 and rec.horizon("a", "t") == 600
     send(rec, "a", blocks)
     assert rec.held("a", blocks) > 0
 
