@@ -49,12 +49,18 @@ class SegmentStage:
 
 
 def capped_question(seg: Segmentation, cap: int) -> Segmentation:
-    """The segmentation with its question cut to `cap` characters: head and tail."""
+    """The segmentation with its question cut to `cap` characters (cap_question)."""
     if len(seg.question) <= cap:
         return seg
+    return dataclasses.replace(seg, question=cap_question(seg.question, cap))
+
+
+def cap_question(question: str, cap: int) -> str:
+    """At most `cap` characters: the head and the tail, joined by a line break."""
+    if len(question) <= cap:
+        return question
     head = cap // 2
-    tail = cap - head - 1
-    return dataclasses.replace(seg, question=seg.question[:head] + "\n" + seg.question[-tail:])
+    return question[:head] + "\n" + question[len(question) - (cap - head - 1) :]
 
 
 def _named(field: Any) -> list[Any]:
