@@ -20,9 +20,10 @@ def _error(resp: httpx.Response) -> dict:
 
 def test_bad_input_gets_a_4xx_in_the_envelope(stub, make_proxy):
     url = f"{make_proxy([stub.url]).url}/v1/chat/completions"
-    deep = b"[" * 100_000 + b"]" * 100_000
+    deep = b"[" * 10_000 + b"]" * 10_000
+    deeper = b"[" * 100_000 + b"]" * 100_000  # over requests.max_json_containers (issue 33)
     cases = [
-        (deep, 400), (b"\xff\xfe{", 400), (b'{"model": 1, "messages": []}', 400),
+        (deep, 400), (deeper, 413), (b"\xff\xfe{", 400), (b'{"model": 1, "messages": []}', 400),
         (b'{"model": "m", "messages": [{"content": "x"}]}', 400), (b"[]", 400),
         (json.dumps({**CHAT, "stream": "yes"}).encode(), 400),
         (b'{"model": "m",\x00 "messages": []}', 400),  # a raw NUL byte
