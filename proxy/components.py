@@ -163,20 +163,14 @@ def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngi
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
+    compress = CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits,
+                             Recalibration(engine, gate, c.recalibrate_s))  # fmt: skip
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
         *([QuotaCheck(quota, rate)] if quota else []),  # before any expensive work
         SegmentStage(segmenter, c.limits, settings.requests),
-        CompressStage(
-            engine,
-            gate,
-            metrics,
-            rate,
-            settings.log_prompts,
-            c.limits,
-            Recalibration(engine, gate, c.recalibrate_s),
-        ),  # fmt: skip
+        compress,
         CanonicalizeStage(settings.canonical, metrics, c.limits.offload_bytes),
         *([quota] if quota else []),  # after compression: compression buys quota
         UsageStage(),
@@ -249,9 +243,9 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                    owners: ResponseOwners) -> Forwarder:  # fmt: skip
     """The data plane gets the traced router, transport and feedback (issue 22); the
     control plane (health, scrapes, warm-up) the bare ones."""
+    hooks = make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
-                            settings.upstream,
-                            make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners))
+                            settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
                      Admission(settings.limits, metrics), tenant.authenticate,
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
@@ -296,6 +290,6 @@ def build(
     return Components(
         settings=settings, metrics=metrics, pool=pool, health=health,
         store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder, transport=transport, tenant=tenant,
-        ingest=Ingest(engine, c.rate, c.limits), ops=ops, discovery=discovery, kv=kv,
+        forwarder=forwarder, transport=transport, tenant=tenant, ops=ops, discovery=discovery,
+        ingest=Ingest(engine, c.rate, c.limits, settings.requests.max_question_chars), kv=kv,
     )  # fmt: skip

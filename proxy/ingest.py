@@ -34,7 +34,7 @@ from compressors import partition_verbatim
 from proxy.engine import CompressionEngine
 from proxy.errors import InvalidRequest, Overloaded
 from proxy.settings import CompressionLimitSettings
-from proxy.stages.segment import check_documents
+from proxy.stages.segment import cap_question, check_documents
 
 
 class CompressRequest(BaseModel):
@@ -49,10 +49,11 @@ class Ingest:
     """The /v1/compress work of one process: its per-tenant admission and its limits."""
 
     def __init__(self, engine: CompressionEngine, default_rate: float,
-                 limits: CompressionLimitSettings | None = None):  # fmt: skip
+                 limits: CompressionLimitSettings, max_question_chars: int):  # fmt: skip
         self.engine = engine
         self.default_rate = default_rate
-        self.limits = limits or CompressionLimitSettings()
+        self.limits = limits
+        self.max_question_chars = max_question_chars  # requests.max_question_chars
         self._in_flight: dict[str, int] = {}  # tenant -> requests admitted, not finished
 
     @contextmanager
@@ -77,6 +78,9 @@ class Ingest:
         """`tenant` scopes the warmed memo entries: only that tenant's requests read them."""
         req = _parse(raw)
         check_documents(req.documents, self.limits, "documents")
+        # the chat path's cap (issue 33): the same scoring question, so the same memo keys,
+        # and a 900k-character question never holds the worker's GIL for long
+        req.question = cap_question(req.question, self.max_question_chars)
         return await compress_documents(self.engine, req, req.rate or self.default_rate, tenant)
 
 

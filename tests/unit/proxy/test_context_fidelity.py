@@ -9,7 +9,6 @@ a document named in `ragtrim.documents` was rewritten where it first occurs, in 
 system prompt or an earlier assistant turn that quoted it, instead of the context.
 """
 
-
 import httpx
 import pytest
 
