@@ -21,23 +21,10 @@ import aiohttp
 import orjson
 
 from bench.lib.abuse_traffic import KEY_OF, Tally, auth, rag_body
+from tests.doubles.hostile_bodies import schema, tool
 
 REQUEST_ID_BYTES = 60_000
 MODEL_NAME_BYTES = 1 << 20
-
-
-def _tool(i: int) -> dict:
-    return {"type": "function", "function": {
-        "name": f"lookup_{i}", "description": "Look a record up by its id. " * 11,
-        "parameters": {"type": "object", "required": ["id"], "properties": {
-            "id": {"type": "string", "description": "the record's id"},
-            "unit": {"type": "string", "enum": ["a", "b", "c"]}}}}}  # fmt: skip
-
-
-def _schema(n: int) -> dict:
-    props = {f"field_{i}": {"type": "string", "description": f"the {i}th field"} for i in range(n)}
-    return {"type": "json_schema", "json_schema": {"name": "s", "schema": {
-        "type": "object", "properties": props}}}  # fmt: skip
 
 
 @cache
@@ -46,13 +33,13 @@ def field_bombs() -> tuple[tuple[str, str, bytes], ...]:
     user = [{"role": "user", "content": "hi"}]
     chat = {"model": "stub-model", "max_tokens": 4}
     shapes = {
-        "tools_25k": {**chat, "messages": user, "tools": [_tool(i) for i in range(25_000)]},
+        "tools_25k": {**chat, "messages": user, "tools": [tool(i) for i in range(25_000)]},
         "system_300k": {**chat, "messages": [{"role": "system", "content": "x"}] * 300_000 + user},
         "parts_300k": {
             **chat,
             "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}] * 300_000}],
         },  # fmt: skip
-        "schema_12mb": {**chat, "messages": user, "response_format": _schema(180_000)},
+        "schema_12mb": {**chat, "messages": user, "response_format": schema(180_000)},
         "question_900k": rag_body(
             "beta:bomb:question", ["the archive holds letters."], "what? " * 150_000, stream=False
         ),  # fmt: skip

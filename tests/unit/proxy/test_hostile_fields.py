@@ -14,24 +14,11 @@ import time
 import httpx
 import pytest
 
+from tests.doubles.hostile_bodies import schema, tool
 from tests.unit.proxy.test_hostile_bounded import Prober, _p95, chat, ragtrim  # noqa: F401
 
 USER = [{"role": "user", "content": "hi"}]
 CHAT = {"model": "stub-model", "max_tokens": 4}
-
-
-def _tool(i: int) -> dict:
-    return {"type": "function", "function": {
-        "name": f"lookup_{i}", "description": "Look a record up by its id. " * 11,
-        "parameters": {"type": "object", "required": ["id"], "properties": {
-            "id": {"type": "string", "description": "the record's id"},
-            "unit": {"type": "string", "enum": ["a", "b", "c"]}}}}}  # fmt: skip
-
-
-def _schema(n: int) -> dict:
-    props = {f"field_{i}": {"type": "string", "description": f"the {i}th field"} for i in range(n)}
-    return {"type": "json_schema", "json_schema": {"name": "s", "schema": {
-        "type": "object", "properties": props}}}  # fmt: skip
 
 
 def _call(i: int) -> dict:
@@ -51,15 +38,15 @@ def _rag(question: str) -> dict:
 
 # name: (body, status, error param); None: answered 200
 SHAPES = {
-    "tools_25k": lambda: ({**CHAT, "messages": USER, "tools": [_tool(i) for i in range(25_000)]},
+    "tools_25k": lambda: ({**CHAT, "messages": USER, "tools": [tool(i) for i in range(25_000)]},
                           413, None),
     "system_300k": lambda: ({**CHAT, "messages": [{"role": "system", "content": "x"}] * 300_000
                              + USER}, 413, None),
     "parts_300k": lambda: ({**CHAT, "messages": [{"role": "user", "content": [
         {"type": "text", "text": "x"}] * 300_000}]}, 413, None),
-    "schema_12mb": lambda: ({**CHAT, "messages": USER, "response_format": _schema(180_000)},
+    "schema_12mb": lambda: ({**CHAT, "messages": USER, "response_format": schema(180_000)},
                             413, None),
-    "tools_200": lambda: ({**CHAT, "messages": USER, "tools": [_tool(i) for i in range(200)]},
+    "tools_200": lambda: ({**CHAT, "messages": USER, "tools": [tool(i) for i in range(200)]},
                           400, "tools"),
     "system_5k": lambda: ({**CHAT, "messages": [{"role": "system", "content": "x"}] * 5_000},
                           400, "messages"),
@@ -69,7 +56,7 @@ SHAPES = {
         _call(i) for i in range(5_000)]}]}, 400, "messages.1.tool_calls"),
     "question_900k": lambda: (_rag("what is in the archive? " * 37_500), 200, None),
     "question_2m": lambda: (_rag("which letters? " * 133_000), 200, None),
-    "schema_40k": lambda: ({**CHAT, "messages": USER, "response_format": _schema(40_000)},
+    "schema_40k": lambda: ({**CHAT, "messages": USER, "response_format": schema(40_000)},
                            200, None),
     "system_prompt_8mb": lambda: ({**CHAT, "messages": [{"role": "system", "content":
         "Rule: answer briefly and cite sources.   \n" * 200_000}, *USER]}, 200, None),
@@ -78,7 +65,7 @@ SHAPES = {
     "token_ids_100k": lambda: ({"model": "stub-model", "max_tokens": 4,
                                 "prompt": list(range(100_000))}, 200, None),
     "tools_128_big": lambda: ({**CHAT, "messages": USER, "tools": [
-        {**_tool(i), "x": _schema(300)} for i in range(128)]}, 200, None),
+        {**tool(i), "x": schema(300)} for i in range(128)]}, 200, None),
 }  # fmt: skip
 
 
