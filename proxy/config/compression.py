@@ -151,7 +151,12 @@ class CanonicalSettings(BaseModel):
     strip_trailing_whitespace: bool = Field(
         False, description="Strip trailing spaces per line in the static prefix (opt-in)."
     )
-    sort_tools: bool = Field(True, description="Serialise tool definitions deterministically.")
+    sort_tools: bool = Field(
+        True,
+        description="Sort the tools list by (type, name) so its order does not change the "
+        "prefix; each tool's own keys and property order are never changed (issue 31: "
+        "they are part of the prompt and steer the order the model writes arguments in).",
+    )
     move_volatile: bool = Field(
         False, description="Move dates, times and UUIDs out of the static prefix (opt-in)."
     )

@@ -1,8 +1,11 @@
-"""Tool definitions in a canonical form: declaration order does not change the bytes.
+"""Tool definitions in a canonical order: the order of the list does not change the key.
 
-Every tool's dict keys are sorted recursively and the list is sorted by (type, function
-name, canonical JSON). Lists inside a tool (e.g. "required") keep their order: their
-order can mean something.
+The list is sorted by (type, function name, canonical JSON); each tool is forwarded as
+the client wrote it. Its key order is part of the prompt (a chat template renders tools
+as JSON) and the order of `parameters.properties` steers the order in which the model
+writes arguments, so it is never changed (issue 31: sorting keys inside the schemas
+changed the prompt, 177 tokens against 176). The prefix KEY uses the canonical JSON
+(keys sorted), so the same tools in any key order share a key.
 
 Each tool is encoded once (issue 33: 25k tools were sorted and JSON-encoded three or
 four times, 1.39 s on the event loop): orjson with sorted keys (proxy/prompt/
@@ -25,11 +28,9 @@ def canonical_tools(tools: Any, sort: bool) -> tuple[Any, str, list[str]]:
     encoded = [canonical_json(tool) for tool in tools]
     order = sorted(range(len(tools)), key=lambda i: (*_names(tools[i]), encoded[i]))
     joined = "[" + ",".join(encoded[i] for i in order) + "]" if tools else ""
-    in_order = order == list(range(len(tools)))
-    if in_order and all(_plain_json(t) == e for t, e in zip(tools, encoded, strict=True)):
+    if order == list(range(len(tools))):
         return tools, joined, []
-    new = [_sorted_keys(tools[i]) for i in order]
-    return new, joined, ["canonical: tools sorted (keys and order)"]
+    return [tools[i] for i in order], joined, ["canonical: tools sorted (list order)"]
 
 
 def tools_json(tools: Any) -> str:
@@ -42,19 +43,6 @@ def tools_json(tools: Any) -> str:
 def canonical_json(value: Any) -> str:
     """Compact JSON, keys sorted, non-ASCII as is."""
     return dumps(value, sort_keys=True).decode()
-
-
-def _plain_json(value: Any) -> str:
-    """The same encoding with the keys in their own order (equal: already canonical)."""
-    return dumps(value).decode()
-
-
-def _sorted_keys(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _sorted_keys(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [_sorted_keys(v) for v in value]
-    return value
 
 
 def _names(tool: Any) -> tuple[str, str]:
