@@ -9,7 +9,11 @@ from pydantic import BaseModel, Field
 class TimeoutSettings(BaseModel):
     connect: float = Field(2.0, gt=0, description="Seconds to open a connection to a backend.")
     first_byte: float = Field(
-        120.0, gt=0, description="Seconds until the backend's response headers arrive."
+        120.0,
+        gt=0,
+        description="Seconds until a streamed request's response headers arrive (a "
+        "non-streamed POST waits up to `total`: vLLM answers it only once the whole "
+        "generation is done, issue 31).",
     )
     idle: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
     total: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")

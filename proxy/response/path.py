@@ -63,7 +63,9 @@ class ResponsePath:
                         method: str, path: str,
                         headers: list[tuple[str, str]]) -> None:  # fmt: skip
         body = ctx.upstream_body()
-        ex = Exchange(self.transport, self.timeouts, self.metrics, method, path, body, headers)
+        whole = method == "POST" and not ctx.stream  # a generation's head comes at its end
+        ex = Exchange(self.transport, self.timeouts, self.metrics, method, path, body, headers,
+                      whole_answer=whole)  # fmt: skip
         error: BaseException | None = None
         try:
             await ex.open(ranked)

@@ -21,7 +21,10 @@ times, usage), as mitmproxy's addons read a flow.
   and retrying would multiply the work across replicas. Closing the connection
   makes vLLM abort it.
 - Deadlines: `first_byte` until the response headers, `idle` between two chunks,
-  `total` for the whole exchange.
+  `total` for the whole exchange. A non-streamed generation (`whole_answer`) waits
+  for its headers up to `total`: vLLM sends them only once the whole answer is
+  ready, and a long generation on a slow backend is not a hung one (issue 31: past
+  `first_byte`, 120 s, it was a 504).
 - Timestamps of the first and last body chunk give TTFT and TPOT (the response hooks,
   proxy/response/hooks.py, read them; nothing else records a first chunk).
 - `accept` refuses answers ragtrim does not relay (answer.py: 5xx, 3xx, unknown
@@ -63,8 +66,10 @@ class Exchange:
     def __init__(
         self, transport: Transport, timeouts: TimeoutSettings, metrics: Metrics,
         method: str, path: str, body: bytes, headers: list[tuple[str, str]],
+        whole_answer: bool = False,
     ):  # fmt: skip
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
+        self.head_timeout = timeouts.total if whole_answer else timeouts.first_byte
         self.method, self.path, self.body, self.headers = method, path, body, headers
         self.endpoint: Endpoint | None = None
         self.response: UpstreamResponse | None = None
@@ -130,7 +135,7 @@ class Exchange:
     async def _send(self, ep: Endpoint) -> UpstreamResponse:
         self.sent_at = time.perf_counter()
         with upstream_errors(ep.url, "before first byte"):
-            async with asyncio.timeout(self.timeouts.first_byte):
+            async with asyncio.timeout(self.head_timeout):
                 return await self.transport.send(
                     self.method, ep.url + self.path, self.headers, self.body
                 )

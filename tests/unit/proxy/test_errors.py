@@ -55,8 +55,18 @@ def test_unreachable_backend_is_502(make_proxy):
 
 def test_first_byte_timeout_is_504(stub, make_proxy):
     proxy = make_proxy([stub.url], timeouts={"first_byte": 0.2})
-    resp = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stub": {"delay": 1}})
+    body = {**CHAT, "stream": True, "stub": {"delay": 1}}
+    resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body)
     assert _error(resp, 504)["code"] == "upstream_timeout"
+
+
+def test_a_non_streamed_generation_outlives_first_byte_until_total(stub, make_proxy):
+    """Issue 31: vLLM answers a non-streamed request only once the generation is done."""
+    proxy = make_proxy([stub.url], timeouts={"first_byte": 0.2, "total": 0.8})
+    slow = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stub": {"delay": 0.4}})
+    assert slow.status_code == 200
+    hung = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stub": {"delay": 2}})
+    assert _error(hung, 504)["code"] == "upstream_timeout"
 
 
 def test_idle_timeout_mid_stream_is_an_sse_error(stub, make_proxy):

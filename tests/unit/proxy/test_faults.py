@@ -144,7 +144,7 @@ def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_prox
     with serving(one) as a, serving(two) as b:
         proxy = make_proxy([a.url, b.url], timeouts={"first_byte": 0.5})
         start = time.monotonic()
-        body = {**CHAT, "stub": {"delay": 5}}
+        body = {**CHAT, "stream": True, "stub": {"delay": 5}}
         resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body, timeout=10)
         assert resp.status_code == 504 and resp.json()["error"]["code"] == "upstream_timeout"
         assert time.monotonic() - start < 1.5

@@ -48,6 +48,9 @@ class Transport:
         answer = self.script[url.removesuffix("/v1/chat/completions")]
         if answer == "hang":
             await asyncio.sleep(60)
+        if isinstance(answer, tuple):  # (seconds, answer): a slow head
+            await asyncio.sleep(answer[0])
+            answer = answer[1]
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -56,11 +59,11 @@ class Transport:
         pass
 
 
-def _make(script, timeouts=None):
+def _make(script, timeouts=None, whole_answer=False):
     pool = [Endpoint("http://a", healthy=True), Endpoint("http://b", healthy=True)]
     transport = Transport(script, pool)
     ex = Exchange(transport, timeouts or TimeoutSettings(), Metrics(), "POST",
-                  "/v1/chat/completions", b"{}", [])  # fmt: skip
+                  "/v1/chat/completions", b"{}", [], whole_answer=whole_answer)  # fmt: skip
     return ex, pool, transport
 
 
@@ -102,6 +105,23 @@ async def test_first_byte_deadline_is_a_504_at_once_never_retried_elsewhere():
     assert [url for url, _ in transport.seen] == ["http://a/v1/chat/completions"]
     assert [ep.in_flight for ep in pool] == [0, 0]
     assert pool[0].healthy  # a slow replica is not a dead one
+
+
+async def test_a_non_streamed_generation_waits_for_its_head_up_to_the_total_deadline():
+    """Issue 31: vLLM sends a non-streamed answer's headers only once the whole
+    generation is done; a long one is not a hung one (it was a 504 after first_byte)."""
+    timeouts = TimeoutSettings(first_byte=0.05, total=5)
+    ex, pool, _ = _make({"http://a": (0.2, Scripted(sse=False))}, timeouts, whole_answer=True)
+    await ex.open(pool)
+    assert ex.status == 200
+    await ex.close(None)
+    late = TimeoutSettings(first_byte=0.05, total=0.1)
+    ex, pool, _ = _make({"http://a": (0.3, Scripted(sse=False))}, late, whole_answer=True)
+    with pytest.raises(UpstreamTimeout):
+        await ex.open(pool)
+    ex, pool, _ = _make({"http://a": (0.2, Scripted())}, timeouts)  # a stream: first_byte
+    with pytest.raises(UpstreamTimeout):
+        await ex.open(pool)
 
 
 async def test_all_refused_raises_the_last_error():
