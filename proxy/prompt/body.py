@@ -80,11 +80,17 @@ class Prompt:
         return dumps(self.body)
 
     def request_usage(self) -> bool:
-        """Make a streamed request report usage; True when the client had not asked."""
+        """Make a streamed request report usage; True when the client had not asked.
+        Only the final usage chunk: vLLM honours `continuous_usage_stats` only with
+        `include_usage`, so a client that sent it alone gets no usage from vLLM, and
+        must get none through ragtrim either (issue 31: usage on every chunk)."""
         options = self.body.get("stream_options") or {}
         if not self.stream or not isinstance(options, dict) or options.get("include_usage"):
             return False
-        self.set("stream_options", {**options, "include_usage": True})
+        added = {**options, "include_usage": True}
+        if options.get("continuous_usage_stats"):
+            added["continuous_usage_stats"] = False
+        self.set("stream_options", added)
         return True
 
     def segment(self, segmenter: Segmenter, field: dict | None) -> Segmentation | None:

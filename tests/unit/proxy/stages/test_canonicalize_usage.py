@@ -75,3 +75,18 @@ async def test_usage_asked_for_a_stream_only_when_the_client_did_not():
     assert (asked.usage_added, plain.usage_added, whole.usage_added) == (False, True, False)
     assert plain.body["stream_options"] == {"include_usage": True}
     assert asked.upstream_body() == whole.upstream_body() == b"{}"
+
+
+async def test_usage_ragtrim_adds_is_never_continuous():
+    """Issue 31: vLLM sends continuous usage only with include_usage; the client asked
+    for continuous_usage_stats without it, so it must get no usage at all (ragtrim's
+    include_usage had put usage on every chunk)."""
+    options = {"continuous_usage_stats": True}
+    c = ctx({"model": "m", "messages": [], "stream": True, "stream_options": options})
+    await UsageStage()(c)
+    assert c.usage_added
+    assert c.body["stream_options"] == {"continuous_usage_stats": False, "include_usage": True}
+    asked = {"include_usage": True, "continuous_usage_stats": True}
+    mine = ctx({"model": "m", "messages": [], "stream": True, "stream_options": asked})
+    await UsageStage()(mine)
+    assert not mine.usage_added and mine.body["stream_options"] == asked
