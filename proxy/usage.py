@@ -6,6 +6,12 @@ the client had not asked for it, removes that chunk so the client sees exactly t
 stream it asked for. Whole events pass through unchanged, as soon as they end
 (proxy/sse.py: every delimiter the SSE spec allows; a bounded buffer).
 
+vLLM stamps `system_fingerprint` on the terminal chunks (those with a finish_reason)
+only when usage is off; with usage on it moves it to the usage chunk (vLLM 0.32,
+chat_completion/serving.py). So when the tap strips a usage chunk ragtrim added, it
+holds the terminal chunks until that chunk and gives them its fingerprint: the client
+sees the stream vLLM would have sent it (issue 31: the fingerprint disappeared).
+
 A backend's usage is data from the network: `sane_usage` keeps it only when every
 count is a non-negative integer. Anything else (`"prompt_tokens": "lots"`, a list) is
 ignored and counted (`bad`): never an exception after a good completion (issue 23).
@@ -24,6 +30,7 @@ from typing import Any
 from proxy.sse import EventSplitter, event_data
 
 _EMPTY_CHOICES = (b'"choices":[]', b'"choices": []')
+_FINISHED = re.compile(rb'"finish_reason"\s*:\s*"')
 _COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _USAGE_KEY = re.compile(rb'(?<!\\)"usage"\s*:\s*')
 _USAGE_WINDOW = 64 << 10  # a usage object is a few hundred bytes; decode at most this
@@ -81,15 +88,40 @@ class UsageTap:
         self.usage: dict[str, Any] | None = None
         self.bad = 0  # usage chunks whose counts were not integers
         self._events = EventSplitter(max_event)
+        self._held: list[bytes] = []  # terminal chunks awaiting the usage chunk
+        self._fingerprint: Any = None  # the stripped usage chunk's system_fingerprint
 
     def __call__(self, chunk: bytes) -> bytes:
-        if not self._events.pending and chunk.endswith(b"\n\n") and b'"usage"' not in chunk:
+        if (
+            not self._events.pending
+            and not self._held
+            and chunk.endswith(b"\n\n")
+            and b'"usage"' not in chunk
+            and not (self.strip and _FINISHED.search(chunk))
+        ):
             return chunk  # the common case: whole events, nothing to read
-        events = self._events.feed(chunk)
-        return b"".join(e for e in events if not self._is_usage_event(e))
+        return b"".join(self._pass(e) for e in self._events.feed(chunk))
 
     def flush(self) -> bytes:
-        return self._events.flush()
+        held, self._held = b"".join(self._held), []
+        return held + self._events.flush()
+
+    def _pass(self, event: bytes) -> bytes:
+        """What to send now for one event: terminal chunks are held while a usage chunk
+        may still bring their fingerprint."""
+        if self._is_usage_event(event):
+            return self._release()
+        if self.strip and _FINISHED.search(event):
+            self._held.append(event)
+            return b""
+        return self._release() + event
+
+    def _release(self) -> bytes:
+        held, self._held = self._held, []
+        if self._fingerprint is not None:
+            stamp = b',"system_fingerprint":' + json.dumps(self._fingerprint).encode()
+            held = [_stamped(e, stamp) for e in held]
+        return b"".join(held)
 
     def _is_usage_event(self, event: bytes) -> bool:
         """The usage chunk ragtrim asked for (stripped when the client did not); its
@@ -102,6 +134,16 @@ class UsageTap:
             return False
         if not isinstance(data, dict) or "usage" not in data or data.get("choices") != []:
             return False
+        if self.strip:
+            self._fingerprint = data.get("system_fingerprint")
         self.usage = sane_usage(data["usage"])
         self.bad += self.usage is None and data["usage"] is not None
         return self.strip
+
+
+def _stamped(event: bytes, stamp: bytes) -> bytes:
+    """`event` with `stamp` as the last member of its JSON object (unless it has one)."""
+    end = event.rfind(b"}")
+    if end < 0 or b'"system_fingerprint"' in event:
+        return event
+    return event[:end] + stamp + event[end:]

@@ -68,3 +68,56 @@ def test_the_tap_counts_bad_usage_and_still_relays_the_stream():
     tap, stream = UsageTap(strip=False), _stream(b"\r\n\r\n", {"prompt_tokens": "lots"})
     out = tap(stream) + tap.flush()
     assert out == stream and tap.usage is None and tap.bad == 1
+
+
+def _vllm_stream(end: bytes, usage_fp: bool = True) -> tuple[bytes, bytes]:
+    """(what vLLM sends with include_usage, what it sends without): vLLM 0.32 puts the
+    fingerprint on the usage chunk when usage is on, on the terminal chunks when off."""
+    head = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
+    first = {**head, "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": None}]}
+    last = {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    usage = {**head, "choices": [], "usage": USAGE}
+    if usage_fp:
+        usage["system_fingerprint"] = "fp-1"
+    fin = {**last, "system_fingerprint": "fp-1"} if usage_fp else last
+
+    def sse(events):
+        return b"".join(b"data: " + json.dumps(e).encode() + end for e in events)
+
+    done = b"data: [DONE]" + end
+    return sse([first, last, usage]) + done, sse([first, fin]) + done
+
+
+@pytest.mark.parametrize("end", [b"\n\n", b"\r\n\r\n"])
+@pytest.mark.parametrize("usage_fp", [True, False])
+def test_a_stripped_usage_chunk_leaves_its_fingerprint_where_vllm_would_have(end, usage_fp):
+    """Issue 31: with usage on, vLLM moves system_fingerprint to the usage chunk; the
+    client that did not ask for usage gets it on the terminal chunk, as from vLLM."""
+    sent, expected = _vllm_stream(end, usage_fp)
+    for size in (len(sent), 1, 7):
+        tap = UsageTap(strip=True)
+        out = b"".join(tap(sent[i : i + size]) for i in range(0, len(sent), size)) + tap.flush()
+        events = [e for e in out.split(end) if e]
+        want = [e for e in expected.split(end) if e]
+        assert [_decoded(e) for e in events] == [_decoded(e) for e in want], size
+        assert tap.usage == USAGE
+
+
+def test_the_fingerprint_is_left_alone_when_the_client_asked_for_usage():
+    sent, _ = _vllm_stream(b"\n\n")
+    tap = UsageTap(strip=False)
+    assert tap(sent) + tap.flush() == sent
+
+
+def test_held_terminal_chunks_still_leave_when_no_usage_chunk_comes():
+    _, plain = _vllm_stream(b"\n\n", usage_fp=False)
+    tap = UsageTap(strip=True)
+    assert tap(plain) + tap.flush() == plain
+    cut = plain[: plain.index(b"data: [DONE]")]
+    tap = UsageTap(strip=True)
+    assert tap(cut) + tap.flush() == cut
+
+
+def _decoded(event: bytes):
+    data = event.removeprefix(b"data: ")
+    return data if data == b"[DONE]" else json.loads(data)
