@@ -229,7 +229,9 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
 def make_hooks(settings: Settings, metrics: Metrics, feedback, owners) -> list[object]:
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
-        UsageHook(metrics, settings.upstream.max_sse_event_bytes),
+        UsageHook(
+            metrics, settings.upstream.max_sse_event_bytes, settings.upstream.backend_forces_usage
+        ),
         HeadersHook(settings.tenancy.shows_backend()),
         TimingHook(metrics),
         FeedbackHook(feedback),

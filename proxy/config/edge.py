@@ -50,6 +50,12 @@ class UpstreamSettings(BaseModel):
         description="Largest SSE event held while looking for its end (bytes); above it the "
         "stream ends with an error event.",
     )
+    backend_forces_usage: bool = Field(
+        False,
+        description="The backends run vLLM with --enable-force-include-usage: every stream "
+        "ends with a usage chunk, which ragtrim then never strips (it cannot tell the one it "
+        "asked for from the one the operator forced; issue 31).",
+    )
 
 
 class LimitSettings(BaseModel):

@@ -34,15 +34,19 @@ from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
 
 
 class UsageHook:
-    def __init__(self, metrics: Metrics, max_event_bytes: int):
+    def __init__(self, metrics: Metrics, max_event_bytes: int, backend_forces_usage: bool):
         self.metrics = metrics
         self.max_event_bytes = max_event_bytes
+        self.backend_forces_usage = backend_forces_usage
 
     def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | None:
-        """The tap that reads (and, when ragtrim added it, strips) the usage chunk."""
+        """The tap that reads (and, when ragtrim added it, strips) the usage chunk.
+        With `upstream.backend_forces_usage` nothing is stripped: vLLM's
+        --enable-force-include-usage sends that chunk to every client (issue 31)."""
         if ctx.route == "other":
             return None
-        return UsageTap(ctx.usage_added, self.max_event_bytes)
+        strip = ctx.usage_added and not self.backend_forces_usage
+        return UsageTap(strip, self.max_event_bytes)
 
     def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
         if ctx.route == "other" or ex.status != 200:

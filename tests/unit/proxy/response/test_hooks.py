@@ -47,7 +47,7 @@ def observed(histogram) -> list[float]:
 
 
 def test_usage_from_a_json_body_sets_the_cached_tokens_header():
-    hook, ex = UsageHook(Metrics(), 1 << 20), exchange()
+    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange()
     body = json.dumps({"choices": [], "usage": USAGE}).encode()
     assert hook.body(ctx(), ex, [body[:20], body[20:]]) == [(b"x-ragtrim-cached-tokens", b"4")]
     assert ex.usage == USAGE
@@ -55,23 +55,34 @@ def test_usage_from_a_json_body_sets_the_cached_tokens_header():
 
 @pytest.mark.parametrize(("route", "status"), [("other", 200), ("chat", 429)])
 def test_no_usage_is_read_from_pass_through_or_error_answers(route, status):
-    hook, ex = UsageHook(Metrics(), 1 << 20), exchange(status)
+    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange(status)
     assert hook.body(ctx(route=route), ex, [json.dumps({"usage": USAGE}).encode()]) == []
     assert ex.usage is None
 
 
 def test_bad_usage_in_a_json_body_is_counted_and_adds_no_header():
     metrics = Metrics()
-    hook, ex = UsageHook(metrics, 1 << 20), exchange()
+    hook, ex = UsageHook(metrics, 1 << 20, False), exchange()
     assert hook.body(ctx(), ex, [b'{"usage": {"prompt_tokens": "lots"}}']) == []
     assert ex.usage is None and count(metrics.upstream_bad_usage, URL) == 1
 
 
 def test_the_stream_tap_strips_only_what_ragtrim_added_and_none_on_pass_through():
-    hook, ex = UsageHook(Metrics(), 1 << 20), exchange()
+    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange()
     assert hook.stream(ctx(stream=True, usage_added=True), ex).strip is True
     assert hook.stream(ctx(stream=True), ex).strip is False
     assert hook.stream(ctx(route="other"), ex) is None
+
+
+@pytest.mark.parametrize(("forced", "kept"), [(True, True), (False, False)])
+def test_a_backend_that_forces_usage_keeps_the_usage_chunk(forced, kept):
+    """vLLM's --enable-force-include-usage ORs with the request's include_usage: the
+    chunk ragtrim asked for is one vLLM sends every client (issue 31)."""
+    hook, ex = UsageHook(Metrics(), 1 << 20, forced), exchange()
+    tap = hook.stream(ctx(stream=True, usage_added=True), ex)
+    chunk = b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n"
+    out = tap(chunk) + tap.flush()
+    assert (b'"usage"' in out) is kept and tap.usage == USAGE
 
 
 def _tapped(usage) -> UsageTap:
@@ -88,7 +99,7 @@ def test_a_streams_usage_is_kept_when_it_ended_well_bad_usage_counted_on_backend
     error, kept, bad
 ):
     metrics = Metrics()
-    hook, good, broken = UsageHook(metrics, 1 << 20), exchange(), exchange()
+    hook, good, broken = UsageHook(metrics, 1 << 20, False), exchange(), exchange()
     good.tap, broken.tap = _tapped(USAGE), _tapped({"prompt_tokens": -1})
     hook.done(ctx(stream=True), good, error)
     hook.done(ctx(stream=True), broken, error)
