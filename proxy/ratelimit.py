@@ -196,15 +196,17 @@ class PromptSize:
 
 
 def prompt_size(body: dict) -> PromptSize:
-    """Every field counts but `model` (the `ragtrim` field is gone before a check)."""
+    """Every field counts but `model` (the `ragtrim` field is gone before a check), in
+    any order: a `prompt_embeds` before `prompt` was dropped from the sum (issue 31)."""
     text = size = ids = 0
     for key, value in body.items():
         if key == "messages" and isinstance(value, list):
-            text, size, ids = _messages(value)
+            parts = _messages(value)
         elif key == "prompt" and isinstance(value, str | list):
-            text, size, ids = _prompt(value)
-        elif key != "model":
-            size += _json_size(value)
+            parts = _prompt(value)
+        else:
+            parts = (0, 0 if key == "model" else _json_size(value), 0)
+        text, size, ids = text + parts[0], size + parts[1], ids + parts[2]
     return PromptSize(text, ids + math.ceil(size / CHARS_PER_TOKEN))
 
 

@@ -78,6 +78,15 @@ def test_estimate_counts_chat_contents_and_prompts():
     assert prompt_size({"prompt": ["abcd", "efg"]}) == PromptSize(0, 2)  # a batch: each counts
 
 
+@pytest.mark.parametrize("prompt", [{}, {"prompt": "q"}, {"messages": []}])
+def test_prompt_embeds_count_as_their_bytes_before_or_after_the_prompt(prompt):
+    """A prompt_embeds body (vLLM --enable-prompt-embeds, issue 31) is a base64 string:
+    its bytes count like any field's, also when it comes before `prompt` or `messages`."""
+    embeds = "A" * 4000
+    for body in ({"prompt_embeds": embeds, **prompt}, {**prompt, "prompt_embeds": embeds}):
+        assert prompt_size(body).fixed >= 1000
+
+
 HEAVY = "z" * 400_000  # 400 KB: ~100k tokens whatever field carries it (issue 33)
 FORMS = {
     "token ids": {"prompt": list(range(100_000))},
