@@ -73,7 +73,7 @@ class Feedback:
 
     async def _record(self, ctx: RequestContext, backend: str, prompt: int, cached: int) -> None:
         try:
-            await self.prefixes.record(ctx.prefix_key, model=ctx.model, replica=backend,
+            await self.prefixes.record(ctx.prefix_key, model=ctx.model or "", replica=backend,
                                        prompt_tokens=prompt, cached_tokens=cached)  # fmt: skip
             if ctx.replay is not None:
                 await self.prefixes.remember_replay(ctx.prefix_key, ctx.replay)

@@ -68,6 +68,7 @@ MESSAGE = {
         },
     },
 }
+EMBEDS = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 PROMPT = {
     "anyOf": [
         {"type": "string"},
@@ -121,10 +122,12 @@ def _get(summary: str, response: dict[str, Any], *errors: int) -> dict[str, Any]
 
 
 def openapi_document(version: str = "0") -> dict[str, Any]:
-    chat = {"type": "object", "required": ["model", "messages"], "additionalProperties": True,
+    # `model` optional and `prompt_embeds` instead of `prompt`, as in vLLM (issue 31)
+    chat = {"type": "object", "required": ["messages"], "additionalProperties": True,
             "properties": {**COMMON, "messages": {"type": "array", "items": MESSAGE}}}  # fmt: skip
-    completion = {"type": "object", "required": ["model", "prompt"], "additionalProperties": True,
-                  "properties": {**COMMON, "prompt": PROMPT}}  # fmt: skip
+    completion = {"type": "object", "additionalProperties": True,
+                  "anyOf": [{"required": ["prompt"]}, {"required": ["prompt_embeds"]}],
+                  "properties": {**COMMON, "prompt": PROMPT, "prompt_embeds": EMBEDS}}  # fmt: skip
     text = {"description": "Prometheus text format",
             "content": {"text/plain": {"schema": {"type": "string"}}}}  # fmt: skip
     paths = {

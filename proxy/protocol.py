@@ -83,8 +83,9 @@ def _too_long(param: str, count: int, cap: int, setting: str) -> InvalidRequest:
 
 
 def _check_common(data: dict[str, Any], limits: RequestLimitSettings) -> None:
-    if not isinstance(data.get("model"), str):
-        raise _fail("model", "a string is required")
+    model = data.get("model")  # optional, as in vLLM: its served model answers (issue 31)
+    if model is not None and not isinstance(model, str):
+        raise _fail("model", "must be a string")
     if not isinstance(data.get("stream", False), bool):
         raise _fail("stream", "must be a boolean")
     options = data.get("stream_options")
@@ -137,14 +138,22 @@ def _is_prompt(prompt: Any) -> bool:
 
 
 def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = None) -> dict:
-    """JSON-decode, bound and type-check; return the plain dict (the forwarded truth)."""
+    """JSON-decode, bound and type-check; return the plain dict (the forwarded truth).
+
+    What vLLM accepts passes (issue 31): `model` may be absent (vLLM answers with its
+    served model; proxy/routing/filters.py ServesModel routes such a request), and a
+    completions body may carry `prompt_embeds` instead of `prompt` (vLLM with
+    --enable-prompt-embeds; relayed uncompressed, its base64 left for vLLM to judge)."""
     limits = limits or RequestLimitSettings()
     data = parse_json(raw, limits)
     _check_common(data, limits)
     if route == "chat":
         _check_messages(data.get("messages"), limits)
-    elif not _is_prompt(data.get("prompt")):
-        raise _fail("prompt", "a string, a list of strings or token ids is required")
+    elif not _is_prompt(data.get("prompt")) and (
+        data.get("prompt") is not None or data.get("prompt_embeds") is None  # null: absent
+    ):
+        raise _fail("prompt", "a string, a list of strings or token ids is required "
+                    "(or prompt_embeds)")  # fmt: skip
     return data
 
 

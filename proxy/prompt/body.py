@@ -8,7 +8,8 @@ ask vLLM for usage; none of them branches on the route or writes `body[...]` its
 upstream (no re-serialisation, no float or key-order drift).
 
     ChatPrompt        /v1/chat/completions: `messages` (+ `tools`)
-    CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one
+    CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one (a
+                      body with only `prompt_embeds` has no text: relayed as it came)
     Prompt            anything else: relayed as it came
 """
 
@@ -51,8 +52,8 @@ class Prompt:
 
     @property
     def model(self) -> str | None:
-        """The model asked for (parse_body checks chat and completions carry one);
-        None on the pass-through routes, whose body ragtrim does not read."""
+        """The model asked for; None when the body names none (vLLM then answers with
+        its served model: issue 31) or on a pass-through route's body."""
         model = self.body.get("model")
         return model if isinstance(model, str) else None
 
@@ -107,7 +108,9 @@ class Prompt:
         return None
 
     def _replay_head(self) -> dict[str, Any]:
-        head: dict[str, Any] = {"model": self.model, "max_tokens": 1, "temperature": 0}
+        head: dict[str, Any] = {"max_tokens": 1, "temperature": 0}
+        if self.model is not None:  # none named: vLLM's served model, as for the client
+            head["model"] = self.model
         if "cache_salt" in self.body:
             head["cache_salt"] = self.body["cache_salt"]
         return head
@@ -165,6 +168,8 @@ class CompletionPrompt(Prompt):
         return result
 
     def replay(self, static_end: Position | None) -> dict[str, Any] | None:
+        if not isinstance(self.body.get("prompt"), str):  # a batch or prompt_embeds only
+            return None
         static = static_prompt(self.body["prompt"], static_end)
         return None if static is None else {**self._replay_head(), "prompt": static}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from proxy.context import RequestContext
-from proxy.errors import NoHealthyBackend, NotFound, Overloaded
+from proxy.errors import InvalidRequest, NoHealthyBackend, NotFound, Overloaded
 from proxy.routing.endpoint import Endpoint
 
 
@@ -43,19 +43,32 @@ class Healthy:
 
 
 class ServesModel:
-    """Endpoints whose model list has the requested model (all of them when the request
-    names none); none → 404 in OpenAI's words."""
+    """Endpoints whose model list has the requested model; none → 404 in OpenAI's words.
+
+    A chat or completions body may name no model (issue 31): vLLM then answers with its
+    served model, so when every backend serves the same models any of them answers as
+    vLLM would, and the body goes without a model; when they differ, which one vLLM
+    would pick is undefined, a 400 naming them. Pass-through routes go anywhere."""
 
     name = "serves_model"
 
     def filter(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
-        model = ctx.model  # None on pass-through routes: any backend serves them
+        model = ctx.model
         if model is None:
+            _one_model_set(ctx, endpoints)
             return list(endpoints)
         serving = [ep for ep in endpoints if model in ep.models]
         if not serving:
             raise NotFound(f"The model `{model}` does not exist.", param="model")
         return serving
+
+
+def _one_model_set(ctx: RequestContext, endpoints: Sequence[Endpoint]) -> None:
+    served = {ep.models for ep in endpoints if ep.models}  # one backend still loading: any
+    if ctx.route != "other" and len(served) > 1:
+        names = ", ".join(sorted(set().union(*served)))
+        raise InvalidRequest(f"model: required when the backends serve different models "
+                             f"({names})", param="model")  # fmt: skip
 
 
 class HasRoom:

@@ -51,6 +51,7 @@ class CanonicalizeStage:
         if result.static_prefix in ("", "[]") and not result.tools_json:
             return  # no static part: nothing to route on or to warm
         salt = str(ctx.body.get("cache_salt", ""))
-        ctx.prefix_key = prefix_key(ctx.model, result.static_prefix, result.tools_json, salt)
+        model = ctx.model or ""  # a body may name none (issue 31): vLLM's served model
+        ctx.prefix_key = prefix_key(model, result.static_prefix, result.tools_json, salt)
         ctx.replay = ctx.prompt.replay(result.static_end)
         ctx.response_headers["x-ragtrim-prefix-key"] = ctx.prefix_key[:16]

@@ -31,6 +31,15 @@ async def test_static_prefix_keyed_with_its_replay_body():
     assert c.upstream_body() == b"{}"  # nothing to rewrite with the default rules
 
 
+async def test_a_body_without_model_is_keyed_and_replayed_without_one():
+    """vLLM makes `model` optional (issue 31): the key uses "" and the replay names none."""
+    c = ctx({"messages": [SYSTEM, {"role": "user", "content": "q"}]})
+    await canonicalize()(c)
+    static = '[["system","You are terse.  \\r\\nAnswer briefly."]]'
+    assert c.prefix_key == prefix_key("", static, "", "")
+    assert c.replay == {"max_tokens": 1, "temperature": 0, "messages": [SYSTEM]}
+
+
 async def test_rules_rewrite_the_static_part_only_through_the_prompt():
     user = {"role": "user", "content": "q  \r\n"}
     c = ctx({"model": "m", "messages": [SYSTEM, user]})
