@@ -59,8 +59,10 @@ class Warmer:
             log.warning("warm-up of %s failed: %r", ep.url, exc)
 
     def owns(self, ep: Endpoint, key: str, body: dict) -> bool:
-        """The router's first choice for this replay is `ep`."""
-        if body.get("model") not in ep.models:
+        """The router's first choice for this replay is `ep`; a replay without a model
+        (vLLM's served model, issue 31) is checked by the router alone."""
+        model = body.get("model")
+        if model is not None and model not in ep.models:
             return False
         try:
             ranked = self.router.rank(replay_context(key, body), self.pool.endpoints)

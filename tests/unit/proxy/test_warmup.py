@@ -108,3 +108,12 @@ def test_time_budget_stops_a_stalled_warm_up():
 def test_disabled_warm_up_sends_nothing(settings):
     _, _, backend, _ = warm(settings)
     assert backend.seen == []
+
+
+def test_a_replay_without_model_is_warmed_where_the_router_sends_it():
+    """vLLM makes `model` optional (issue 31): such a replay goes as its request did."""
+    pool = pool_of_two()
+    warmer = Warmer(WarmupSettings(), pool, None, None, Metrics(), Router([]))
+    body = {"messages": [{"role": "system", "content": "s"}], "max_tokens": 1}
+    assert warmer.owns(pool.get(A), "k", body) and not warmer.owns(pool.get(B), "k", body)
+    assert not warmer.owns(pool.get(A), "k", {**body, "model": "other"})
