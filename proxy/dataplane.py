@@ -46,7 +46,7 @@ class DataPlane:
             scope["path"] = found.path  # what the control app routes on: the table's path
             await self.app(scope, receive, send)
         elif found is not None:
-            await self.forwarder(scope, receive, send, found.route.kind, found.path)
+            await self.forwarder(scope, receive, send, found)
 
     def _refusal(self, scope: Scope, found: Match | None) -> tuple[ProxyError, RawHeaders] | None:
         if found is None:

@@ -24,8 +24,8 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.admission import Admission
 from proxy.context import RequestContext
-from proxy.errors import InvalidRequest, NotFound, PayloadTooLarge, ProxyError, Unauthorized
-from proxy.http.routes import Match, match
+from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError, Unauthorized
+from proxy.http.routes import Match
 from proxy.owners import ResponseOwners
 from proxy.pipeline import Pipeline, describe_error
 from proxy.prompt.body import Prompt
@@ -73,21 +73,17 @@ class Forwarder:
     owners: ResponseOwners  # response id -> tenant (issue 33)
     telemetry: TelemetrySettings  # a longer x-request-id is replaced (issue 33)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send, route: str,
-                       path: str) -> None:  # fmt: skip
-        """`route` and `path` come from the route table (proxy/http/routes.py)."""
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, found: Match) -> None:
+        """`found`: the data plane's match in the route table (proxy/http/routes.py)."""
         reply = Reply(send)
         try:
             headers = head_headers(scope)
             tenant = self.authenticate(headers)  # on the head: 401 before the body is read
-            found = match(path)
-            if found is None:  # the data plane routed it by this table: never happens
-                raise NotFound(f"no route {path[:200]!r} in ragtrim", code="not_found")
             raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
             self.admission.enter()  # the body is in: a stalled client never holds a slot
             try:
                 ctx = await self._prepare(found, raw, headers, tenant)
-                await self._forward(ctx, scope, receive, reply, path)
+                await self._forward(ctx, scope, receive, reply, found.path)
             finally:
                 self.admission.leave()
         except ClientDisconnected:
