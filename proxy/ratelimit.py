@@ -210,10 +210,6 @@ def prompt_size(body: dict) -> PromptSize:
     return PromptSize(text, ids + math.ceil(size / CHARS_PER_TOKEN))
 
 
-def estimate_tokens(body: dict) -> int:
-    return prompt_size(body).tokens
-
-
 def _messages(messages: list) -> tuple[int, int, int]:
     """(text characters, JSON bytes of the rest, tokens of the non-text parts)."""
     text = size = parts = 0

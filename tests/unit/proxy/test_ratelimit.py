@@ -11,7 +11,6 @@ from proxy.ratelimit import (
     RateLimited,
     RateLimiter,
     Verdict,
-    estimate_tokens,
     prompt_size,
     reset_text,
 )
@@ -73,8 +72,9 @@ def test_headers_and_the_429_envelope():
 def test_estimate_counts_chat_contents_and_prompts():
     chat = {"model": "m", "messages": [{"role": "user", "content": "x" * 40}]}
     assert prompt_size(chat) == PromptSize(text_chars=40, fixed=4)  # {"role":"user"}: 15 B
-    assert estimate_tokens(chat) == 14
-    assert estimate_tokens({"prompt": "abcdefgh"}) == estimate_tokens({"prompt": ["abcdefgh"]}) == 2
+    assert prompt_size(chat).tokens == 14
+    tokens = prompt_size({"prompt": "abcdefgh"}).tokens
+    assert tokens == prompt_size({"prompt": ["abcdefgh"]}).tokens == 2
     assert prompt_size({"prompt": ["abcd", "efg"]}) == PromptSize(0, 2)  # a batch: each counts
 
 
