@@ -34,7 +34,7 @@ class RecordingVllm:
         path, method = scope["path"], scope["method"]
         seen = {"method": method, "path": path, "headers": _headers(scope), "body": body}
         seen["cache_salt"] = _salt(body)
-        if path.startswith("/v1/responses"):
+        if path.startswith("/v1/responses") and path != "/v1/responses/render":
             self.seen.append(seen)
             await self._responses(method, path, body, send)
             return

@@ -65,13 +65,18 @@ def test_backend_header_is_off_with_tenancy_unless_asked_for(stub, make_proxy):
 
 # Issue 33 item 4: every route in the table keeps tenants apart. Each route the table
 # passes to a backend is classified here, so a route added later must be classified too.
-SALTED = {  # vLLM's request model takes cache_salt and the route runs the model
+SALTED = {  # vLLM's request model takes cache_salt (tests/unit/proxy/http/test_vllm_routes.py)
     "/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings", "/v1/score",
-    "/v1/rerank",
+    "/v1/rerank", "/v1/chat/completions/batch", "/v1/messages", "/invocations", "/v1/systemone",
+    "/generative_scoring", "/inference/v1/generate", "/v1/chat/completions/render",
+    "/v1/completions/render", "/v1/messages/render", "/v1/responses/render", "/pooling",
+    "/classify", "/score", "/rerank", "/v2/rerank",
 }  # fmt: skip
 UNSALTED = {  # why no salt: nothing reaches vLLM's prefix cache, or vLLM takes none
-    "/tokenize", "/detokenize",  # tokenizer only, no model run
+    "/tokenize", "/detokenize", "/tokenizer_info", "/v1/messages/count_tokens",  # tokenizer only
+    "/v1/chat/completions/derender", "/v1/completions/derender",  # token ids to text
     "/v1/audio/transcriptions", "/v1/audio/translations",  # multipart; vLLM's form has no salt
+    "/v2/embed",  # vLLM's Cohere-style embed request has no cache_salt field
     "/v1/responses/{id}", "/v1/responses/{id}/cancel",  # a stored response, no model run
 }  # fmt: skip
 ACME, GLOBEX = ({"authorization": f"Bearer {k}"} for k in ("key-a", "key-b"))
