@@ -20,6 +20,9 @@ shares it across replicas; the in-process MemoryStore is the default):
              across replicas, and the form never changes while it lives
     q:<n>    the n-th question seen over it (the first `max_questions`, each cut to
              MAX_QUESTION_CHARS), HSETNX too
+    g<n>     the form grown for a later question (compressors/stable_growth.py: the
+             n-th growth keeps every byte of the (n-1)-th), HSETNX, at most
+             MAX_GENERATIONS; a lookup answers the deepest one present
     uses     a counter whose write restarts the expiry: `ttl` after its last use
 The key's name is `memo:<tenant tag>:form-<hash>`: a tenant's forms share its fair part
 of the in-process store (cache/keys.py owner_of, issue 33 item 7) and go with its memo.
@@ -53,6 +56,7 @@ OnError = Callable[[str, BaseException], None]
 STABLE_FORM_TTL_S = 24 * 3600.0
 MAX_QUESTIONS = 16
 MAX_QUESTION_CHARS = 2000
+MAX_GENERATIONS = 8  # growths per form: each stores its texts again
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class StableForm:
     tokens_after: int
     questions: tuple[str, ...] = ()
     uses: int = 0
+    generation: int = 0  # 0: as first compressed; n: grown n times
 
 
 class StableForms:
@@ -122,6 +127,22 @@ class StableForms:
             self.on_error("remember", exc)
             return form
 
+    async def grow(self, key: FormKey, form: StableForm, question: str | None) -> StableForm:
+        """Keep `form` as generation `form.generation` of `key` (unless another replica
+        stored that generation first: the next lookup finds theirs) and add `question`.
+        Fails open: the caller's form, unstored."""
+        if not 0 < form.generation <= MAX_GENERATIONS:
+            raise ValueError(f"generation {form.generation} outside 1..{MAX_GENERATIONS}")
+        if len(form.texts) != len(key.documents):
+            raise ValueError("a stable form has one text per document")
+        try:
+            await self.store.hincr(key.name, {"uses": 1}, self.ttl)
+            await self.store.hsetnx(key.name, f"g{form.generation}", _encode(form))
+            return await self._add_question(key.name, form, question)
+        except Exception as exc:  # noqa: BLE001 - an outage: the caller's form, unstored
+            self.on_error("grow", exc)
+            return form
+
     async def _add_question(self, name: str, form: StableForm, question: str | None) -> StableForm:
         asked = form.questions
         if question is None or len(asked) >= self.max_questions:
@@ -137,6 +158,9 @@ class StableForms:
         if raw is None:
             return None
         try:
+            generation = _deepest(table)
+            if generation:
+                raw = table[f"g{generation}"]
             data = json.loads(raw)
             texts = data["texts"]
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
@@ -145,7 +169,7 @@ class StableForms:
                 raise ValueError(f"{len(texts)} texts for {documents} documents")
             return StableForm(tuple(texts), int(data["before"]), int(data["after"]),
                               _questions(table, self.max_questions),
-                              int(float(table.get("uses", "0"))))  # fmt: skip
+                              int(float(table.get("uses", "0"))), generation)  # fmt: skip
         except (ValueError, TypeError, KeyError) as exc:  # JSONDecodeError is a ValueError
             self.on_error("decode", exc)
             return None
@@ -155,6 +179,14 @@ def _encode(form: StableForm) -> str:
     """JSON, ASCII only: every text comes back as the same code points, so the same bytes."""
     return json.dumps({"texts": list(form.texts), "before": form.tokens_before,
                        "after": form.tokens_after})  # fmt: skip
+
+
+def _deepest(table: dict[str, str]) -> int:
+    """The deepest generation stored without a gap (0: the first form only)."""
+    n = 0
+    while n < MAX_GENERATIONS and f"g{n + 1}" in table:
+        n += 1
+    return n
 
 
 def _questions(table: dict[str, str], limit: int) -> tuple[str, ...]:

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass
 
-from cache.features import FeatureCache
-from cache.memo import ChunkMemo
 from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
-from compressors import Compressor, build_compressor
+from compressors import Compressor
 from proxy.accesslog import AccessLog, access_logger
 from proxy.accounting import Accounting, known_tenants
 from proxy.admission import Admission
 from proxy.backend_metrics import MetricsScraper
+from proxy.compression_parts import make_engine, make_gate, make_stable
 from proxy.engine import CompressionEngine
 from proxy.feedback import Feedback
 from proxy.forward import Forwarder
@@ -33,7 +31,14 @@ from proxy.prompt.segment import Segmenter
 from proxy.protocol import RequestParser
 from proxy.ratelimit import RateLimiter
 from proxy.recalibration import Recalibration
-from proxy.response.hooks import FeedbackHook, HeadersHook, OwnerHook, TimingHook, UsageHook
+from proxy.response.hooks import (
+    FeedbackHook,
+    HeadersHook,
+    OwnerHook,
+    PrefixRecordHook,
+    TimingHook,
+    UsageHook,
+)
 from proxy.response.path import ResponsePath
 from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.routing.endpoint import EndpointPool
@@ -46,6 +51,7 @@ from proxy.stages.compress import CompressStage
 from proxy.stages.options import OptionsStage
 from proxy.stages.quota import QuotaCheck, QuotaStage
 from proxy.stages.segment import SegmentStage
+from proxy.stages.stable import StableCompression
 from proxy.stages.tenant import TenantStage
 from proxy.stages.usage import UsageStage
 from proxy.telemetry.tracing import build_tracing
@@ -117,54 +123,14 @@ def make_store(settings: Settings, metrics: Metrics) -> KVStore:
     )  # fmt: skip
 
 
-def make_engine(
-    c: CompressionSettings,
-    store: KVStore,
-    counter,
-    compressor: Compressor | None = None,
-    metrics: Metrics | None = None,
-) -> CompressionEngine:
-    compressor = compressor or build_compressor(
-        c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
-    )
-    return CompressionEngine(
-        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
-        count=counter, features=make_feature_cache(c, store, metrics),
-    )  # fmt: skip
-
-
-def make_feature_cache(c: CompressionSettings, store: KVStore,
-                       metrics: Metrics | None) -> FeatureCache | None:  # fmt: skip
-    """Per-chunk features, question-independent (issue 18): in-process, then shared."""
-    if not c.feature_cache_bytes:
-        return None
-    if metrics is None:
-        return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl)
-    lookups, written = metrics.feature_lookups, metrics.feature_bytes_written
-    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl,
-                         on_lookup=lambda result, n: lookups.labels(result).inc(n),
-                         on_write=written.inc)  # fmt: skip
-    metrics.feature_cache_bytes.set_function(lambda: cache.local.bytes)
-    return cache
-
-
-def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool) -> CostGate:
-    """The compressor's own cost prior decides until its start-up measurement lands."""
-    return CostGate(c.policy, pool=pool, prior_ms_per_1k=compressor.prior_ms_per_1k,
-                    min_context_tokens=c.min_context_tokens,
-                    max_added_ms=c.max_added_ms,
-                    prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
-                    cores=len(os.sched_getaffinity(0)))  # fmt: skip
-
-
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
-                gate: CostGate, metrics: Metrics,
-                quota: QuotaStage | None = None) -> list[Stage]:  # fmt: skip
+                gate: CostGate, metrics: Metrics, quota: QuotaStage | None = None,
+                stable: StableCompression | None = None) -> list[Stage]:  # fmt: skip
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
     compress = CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits,
-                             Recalibration(engine, gate, c.recalibrate_s))  # fmt: skip
+                             Recalibration(engine, gate, c.recalibrate_s), stable)  # fmt: skip
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
@@ -226,7 +192,8 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
     )  # fmt: skip
 
 
-def make_hooks(settings: Settings, metrics: Metrics, feedback, owners) -> list[object]:
+def make_hooks(settings: Settings, metrics: Metrics, feedback, owners,
+               stable: StableCompression | None = None) -> list[object]:  # fmt: skip
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
         UsageHook(
@@ -236,16 +203,18 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners) -> list[o
         TimingHook(metrics),
         FeedbackHook(feedback),
         OwnerHook(owners),
+        *([PrefixRecordHook(stable.view)] if stable is not None else []),
     ]
 
 
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
                    tenant: TenantStage, ops: Operations,
-                   owners: ResponseOwners) -> Forwarder:  # fmt: skip
+                   owners: ResponseOwners,
+                   stable: StableCompression | None = None) -> Forwarder:  # fmt: skip
     """The data plane gets the traced router, transport and feedback (issue 22); the
     control plane (health, scrapes, warm-up) the bare ones."""
-    hooks = make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners)
+    hooks = make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners, stable)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
@@ -274,8 +243,9 @@ def build(
     c = settings.compression
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor, pool)
-    pipeline = Pipeline(make_stages(settings, tenant, engine, gate, metrics, ops.quota), metrics,
-                        settings.log_prompts, ops.tracing)  # fmt: skip
+    stable = make_stable(c, store, gate, metrics, engine)
+    stages = make_stages(settings, tenant, engine, gate, metrics, ops.quota, stable)
+    pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
     router = build_router(settings.routing, metrics, panic=settings.health.panic, kv=kv,
                           limits=settings.limits)  # fmt: skip
@@ -283,7 +253,8 @@ def build(
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
-                               tenant, ops, ResponseOwners(settings.tenancy, store))  # fmt: skip
+                               tenant, ops, ResponseOwners(settings.tenancy, store),
+                               stable)  # fmt: skip
     health = HealthChecker(pool, transport, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, transport, metrics, router))
     if kv is not None:

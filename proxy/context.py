@@ -12,6 +12,7 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     usage_added       usage stage              usage hook (strip the usage chunk again)
     response_headers  every stage              headers hook (x-ragtrim-* on the reply)
     route_match       forwarder                owner hook (the response ids it records)
+    cache_plan        compress stage (stable)  prefix-record hook (what was sent where)
 
 The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """
@@ -19,12 +20,15 @@ The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proxy.http.routes import Match
 from proxy.options import RequestOptions
 from proxy.prompt.body import Prompt, prompt_for
 from proxy.prompt.segment import Segmentation
+
+if TYPE_CHECKING:  # the plan's module reads the pool: no import at run time
+    from proxy.cache_view import CachePlan
 
 
 @dataclass
@@ -43,6 +47,7 @@ class RequestContext:
     usage_added: bool = False
     response_headers: dict[str, str] = field(default_factory=dict)
     route_match: Match | None = None  # the route table's entry (issue 33)
+    cache_plan: CachePlan | None = None  # issue 29: None without cache-aware compression
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:

@@ -20,6 +20,9 @@ Decision for `auto`: compress at the requested rate when
     saved  = context_tokens × (1 − rate) × prefill_ms_per_token
     cost   = wait_ms + fixed_ms + uncached_context_tokens × compressor_ms_per_token
     saved > cost  and  cost ≤ max_added_ms  and  context_tokens ≥ min_context_tokens.
+Only uncached tokens cost prefill (issue 29): context tokens a backend already holds as
+the client sent them (`held`) are taken out of the cut, `skip:cached` when that leaves
+no saving (proxy/stages/stable.py prices a reused compressed form the same way).
 (no wait and no fixed part when every document is in the memo: no job runs).
 The cost prices the request's real mix (issue 18): of the memo misses, documents whose
 features are memoized (`seen_docs`) cost the seen law (a fixed part and a rate, fitted on
@@ -245,7 +248,9 @@ class CostGate:
 
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
                wait_ms: float = 0.0, seen_docs: int = 0, in_flight: float = 1,
-               tenant: str = "") -> Decision:  # fmt: skip
+               tenant: str = "", held: int = 0) -> Decision:  # fmt: skip
+        """`held`: context tokens a backend already holds as the client sent them (issue
+        29): compressing them saves nothing, so only the rest of the cut is saved."""
         early = self.decide_early(context_tokens, rate)
         if early is not None:
             return early
@@ -259,8 +264,11 @@ class CostGate:
                 return Decision("compress", rate, "compress:warm-cache")
             return Decision("skip", None, "skip:no-prefill-measurement")
         waiting = self.queue.waiting()
-        saved = context_tokens * (1 - rate) * prefill * queue_multiplier(waiting)
+        cut = max(0.0, context_tokens * (1 - rate) - held)
+        saved = cut * prefill * queue_multiplier(waiting)
         detail = f"saved={saved:.0f}ms,cost={cost:.0f}ms"
+        if held:
+            detail += f",held={held}"
         if fixed:
             detail += f",fixed={fixed:.0f}ms"
         if waiting:
@@ -270,5 +278,6 @@ class CostGate:
         if cost > self.max_added_ms:
             return Decision("skip", None, f"skip:over-budget({detail})")
         if saved <= cost:
-            return Decision("skip", None, f"skip:not-worth-it({detail})")
+            why = "cached" if held else "not-worth-it"
+            return Decision("skip", None, f"skip:{why}({detail})")
         return Decision("compress", rate, f"compress:auto({detail})")

@@ -105,6 +105,10 @@ class Metrics:
         self.compress_decisions = Counter(
             "ragtrim_compress_decisions", "Cost-gate decisions", ["action"], registry=r
         )
+        self.stable_choices = Counter(  # issue 29: proxy/stages/stable.py
+            "ragtrim_stable_choices", "Cache-aware choices: cached (the client's prompt), "
+            "reused (a compressed form as sent before), grown, first", ["choice"], registry=r,
+        )  # fmt: skip
         self.compress_failures = Counter(
             "ragtrim_compress_failures", "Compressions that failed open", ["reason"], registry=r
         )

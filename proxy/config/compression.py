@@ -8,7 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from cache.features import FEATURE_CACHE_BYTES
+from cache.forwarded import FORWARDED_BYTES, FORWARDED_TTL_S
 from cache.memo import MEMO_TTL_S
+from cache.stable_forms import MAX_QUESTIONS, STABLE_FORM_TTL_S
 from proxy.config.compressor_options import check_options
 from proxy.config.removed import reject_removed
 from proxy.prompt.segment.patterns import DEFAULT_TIMEOUT_S
@@ -47,6 +49,41 @@ class CompressionLimitSettings(BaseModel):
     )
     ingest_concurrency: int = Field(
         2, ge=1, description="/v1/compress requests in flight per tenant (429 beyond)."
+    )
+
+
+class StableSettings(BaseModel):
+    """Cache-aware compression (issue 29): price only the tokens a backend has not cached,
+    and reuse a document set's compressed form byte for byte (proxy/stages/stable.py)."""
+
+    enabled: bool = Field(
+        True,
+        description="Price compression against what each backend holds in its prefix cache "
+        "and reuse (and grow) a document set's compressed form on later turns; false: every "
+        "request is priced and compressed on its own, as before issue 29.",
+    )
+    block_size: int = Field(
+        16,
+        ge=1,
+        description="The backends' KV block size in tokens (vLLM: 16 on GPU, 128 on CPU): the "
+        "unit the record of forwarded prompts counts cached prefixes in.",
+    )
+    record_bytes: int = Field(
+        FORWARDED_BYTES,
+        ge=0,
+        description="Bytes the record of what was forwarded to each backend may hold "
+        "(about 384 per block, least recently used out).",
+    )
+    record_ttl_s: float = Field(
+        FORWARDED_TTL_S, gt=0, description="Longest a forwarded block counts as cached."
+    )
+    form_ttl_s: float = Field(
+        STABLE_FORM_TTL_S,
+        gt=0,
+        description="A compressed form is kept this long after its last use.",
+    )
+    max_questions: int = Field(
+        MAX_QUESTIONS, ge=1, description="Questions remembered per compressed form."
     )
 
 
@@ -132,6 +169,7 @@ class CompressionSettings(BaseModel):
         0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
     )
     limits: CompressionLimitSettings = Field(default_factory=CompressionLimitSettings)
+    stable: StableSettings = Field(default_factory=StableSettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -12,6 +12,8 @@
 - `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
   prefix registry (proxy/feedback.py).
 - `OwnerHook`: the tenant of each response id /v1/responses answers with (issue 33).
+- `PrefixRecordHook`: what was sent to which backend, and what vLLM then reported it
+  held, into the record of forwarded prompts (issue 29: proxy/cache_view.py).
 
 Pass-through routes (`route == "other"`) get the headers and their owner record and
 nothing else: their bodies are not OpenAI completions, so there is no usage to read or
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.cache_view import CacheView
 from proxy.context import RequestContext
 from proxy.errors import UpstreamError
 from proxy.metrics import Metrics
@@ -135,3 +138,21 @@ class OwnerHook:
             if rid is not None:
                 self.owners.record(ctx.tenant, rid)
         return []
+
+
+class PrefixRecordHook:
+    """The record's prediction once the backend is known (its response headers: the
+    request is on its way), and its confirmation with vLLM's `cached_tokens` once the
+    answer ended well (after UsageHook, which reads them)."""
+
+    def __init__(self, view: CacheView):
+        self.view = view
+
+    def headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
+        if ex.status == 200:
+            self.view.expect(ctx.cache_plan, ex.url)
+        return []
+
+    def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
+        if error is None:
+            self.view.confirm(ctx.cache_plan, ex.usage)

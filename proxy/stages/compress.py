@@ -17,6 +17,11 @@ forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, l
 URLs, code: compressors/verbatim.py) are kept verbatim and never reach the compressor;
 and a compression that would forward an empty context where the client sent one is
 discarded (`failed-open:emptied`, counted): the original goes upstream.
+
+Never cost a cache hit (issue 29): with `compression.stable` on, the prefix cache has
+its say first (proxy/stages/stable.py): the client's prompt when a backend holds it
+(`skip:cached`), a compressed form of these documents sent before, byte for byte
+(`compress:stable`), grown when the question needs more (`compress:stable-grown`).
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from dataclasses import dataclass, field
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
 from proxy.context import RequestContext
 from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
-from proxy.gate import CostGate
+from proxy.gate import CostGate, Decision
 from proxy.metrics import Metrics
 from proxy.pipeline import describe_error
 from proxy.recalibration import Recalibration
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.segment import within_limits
+from proxy.stages.stable import Choice, Prices, StableCompression
 from proxy.token_estimate import TokenEstimate, visible_chars
 
 log = logging.getLogger("ragtrim.compress")
@@ -50,6 +56,7 @@ class CompressStage:
     log_prompts: bool
     limits: CompressionLimitSettings
     recalibration: Recalibration | None = None  # None: the start-up calibration only
+    stable: StableCompression | None = None  # None: compression.stable.enabled false
     estimate: TokenEstimate = field(default_factory=TokenEstimate, init=False)
     _calibrated: bool = field(default=False, init=False)
     name = "compress"
@@ -81,6 +88,8 @@ class CompressStage:
         texts = seg.texts
         rate = ctx.options.keep_rate(self.default_rate)
         new_texts = await self._shrink(ctx, texts, seg.question, rate) if rate else texts
+        if self.stable is not None:  # what goes upstream, for the prefix record
+            self.stable.record_sent(ctx, new_texts, self.estimate.chars_per_token(ctx.tenant))
         if seg.must_apply(new_texts):  # markers (tags) go even when nothing shrinks
             ctx.prompt.apply(seg, new_texts)
 
@@ -92,7 +101,21 @@ class CompressStage:
             ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
             self.metrics.compress_decisions.labels("skip").inc()
             return texts
-        outcome = await self._compress(ctx, [texts[i] for i in chosen], question, rate)
+        picked = [texts[i] for i in chosen]
+        choice = await self._choose(ctx, texts, picked, question, rate)
+        if choice.kind in ("original", "form"):  # no job: the prefix cache decided
+            ctx.response_headers["x-ragtrim-decision"] = choice.reason
+            self.metrics.compress_decisions.labels(choice.reason.split(":")[0]).inc()
+            self.stable.count(choice)  # type: ignore[union-attr]
+            if choice.form is None:
+                return texts
+            ctx.response_headers.update({
+                "x-ragtrim-compressor": self.engine.name,
+                "x-ragtrim-tokens-before": str(choice.form.tokens_before),
+                "x-ragtrim-tokens-after": str(choice.form.tokens_after),
+            })  # fmt: skip
+            return list(choice.form.texts)
+        outcome = await self._compress(ctx, picked, question, rate, choice)
         if outcome is None:
             return texts
         new = merge_verbatim(texts, chosen, outcome.texts)
@@ -100,7 +123,23 @@ class CompressStage:
             self.metrics.compress_failures.labels("emptied").inc()
             ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
             return texts
+        if self.stable is not None:
+            sizes = (outcome.tokens_before, outcome.tokens_after)
+            new, reason = self.stable.settle(ctx, choice, new, question, *sizes)
+            if reason:
+                ctx.response_headers["x-ragtrim-decision"] = reason
         return new
+
+    async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
+                      rate: float) -> Choice:  # fmt: skip
+        """The prefix cache's say (proxy/stages/stable.py); "fresh" without it."""
+        if self.stable is None:
+            return Choice("fresh")
+        tenant = ctx.tenant
+        prices = Prices(tenant, self.estimate.chars_per_token(tenant),
+                        self.estimate_tokens(picked, tenant), len(picked),
+                        self.engine.in_flight() + 1)  # fmt: skip
+        return await self.stable.choose(ctx, texts, question, rate, prices)
 
     async def _judgeable(self, texts: list[str]) -> list[int]:
         """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop."""
@@ -108,9 +147,13 @@ class CompressStage:
             return await asyncio.to_thread(partition_verbatim, texts)
         return partition_verbatim(texts)
 
-    async def _compress(self, ctx, texts: list[str], question: str, rate: float):
+    async def _compress(self, ctx, texts: list[str], question: str, rate: float,
+                        choice: Choice):  # fmt: skip
         self._learn_calibration()
-        decision = await self._decide(ctx, texts, question, rate)
+        if choice.kind == "check":  # priced by the stable path: a check over seen documents
+            decision = Decision("compress", rate, choice.reason)
+        else:
+            decision = await self._decide(ctx, texts, question, rate, choice.held)
         ctx.response_headers["x-ragtrim-decision"] = decision.reason
         self.metrics.compress_decisions.labels(decision.action).inc()
         if decision.rate is None:
@@ -131,7 +174,7 @@ class CompressStage:
         self._learn(ctx.tenant, texts, outcome)
         return outcome
 
-    async def _decide(self, ctx, texts: list[str], question: str, rate: float):
+    async def _decide(self, ctx, texts: list[str], question: str, rate: float, held: int = 0):
         """The gate's call; the memo and the features are looked up only when it needs
         them (not for a policy or a short context)."""
         tenant = ctx.tenant
@@ -146,7 +189,8 @@ class CompressStage:
                                 total_docs=len(texts), rate=_expected(rate),
                                 wait_ms=self.engine.expected_wait_ms(per_char),
                                 seen_docs=await self._seen(texts, found, tenant),
-                                in_flight=self.engine.in_flight(), tenant=tenant)  # fmt: skip
+                                in_flight=self.engine.in_flight(), tenant=tenant,
+                                held=held)  # fmt: skip
 
     async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
         """Output-memo misses whose features are memoized: the gate prices them at the

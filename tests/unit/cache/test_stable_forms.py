@@ -162,3 +162,18 @@ def test_redis_down_is_a_fast_miss():
 
     found, kept, seconds = asyncio.run(scenario())
     assert found is None and kept.texts == FORM.texts and seconds < 1.0
+
+
+async def test_a_grown_form_is_found_and_the_deepest_generation_wins():
+    forms = StableForms(MemoryStore(), ttl=60, max_questions=4)
+    key = FormKey("t", "prefix", ("doc one", "doc two"), "fp")
+    first = StableForm(("one", "two"), 10, 4)
+    await forms.remember(key, first, "q1")
+    kept = await forms.lookup(key)
+    grown = StableForm(("one", "two\nextra"), 10, 6, kept.questions, generation=1)
+    await forms.grow(key, grown, "q2")
+    found = await forms.lookup(key)
+    assert found is not None and found.texts == ("one", "two\nextra") and found.generation == 1
+    assert found.questions == ("q1", "q2")
+    with pytest.raises(ValueError):
+        await forms.grow(key, StableForm(("a", "b"), 1, 1, generation=0), None)

@@ -25,7 +25,8 @@ from pydantic import BaseModel
 
 from proxy.settings import Settings
 
-ROOTS = ("proxy.components", "proxy.routing.registry", "proxy.integrations.langchain.runtime")
+ROOTS = ("proxy.components", "proxy.compression_parts", "proxy.routing.registry",
+         "proxy.integrations.langchain.runtime")  # fmt: skip
 
 
 def namespace() -> dict[str, object]:

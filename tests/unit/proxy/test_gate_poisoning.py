@@ -24,7 +24,7 @@ import pytest
 
 from cache.store import MemoryStore
 from compressors.tokens import ApproxTokenCounter
-from proxy.components import make_engine, make_gate
+from proxy.compression_parts import make_engine, make_gate
 from proxy.feedback import Feedback
 from proxy.metrics import Metrics
 from proxy.routing.endpoint import EndpointPool

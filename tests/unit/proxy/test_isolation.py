@@ -23,7 +23,8 @@ from tests.unit.proxy.doubles import HalfWords
 
 SECRET = "isolation-s3cret-16+"
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": SECRET}
-ALWAYS = {"policy": "always", "min_context_tokens": 0}
+# the memo is what these requests exercise: stable forms (issue 29) would answer repeats
+ALWAYS = {"policy": "always", "min_context_tokens": 0, "stable": {"enabled": False}}
 SYSTEM = (
     "Use the following pieces of context to answer the user's question. \n"
     "If you don't know the answer, just say that you don't know, don't try to make up an "

@@ -47,6 +47,15 @@ def test_documents_compressed_in_place(stub, make_proxy):
     assert h["x-ragtrim-compressor"] == "halfwords"
     assert int(h["x-ragtrim-tokens-after"]) < int(h["x-ragtrim-tokens-before"])
     assert h["x-ragtrim-cache-hits"] == "0/3"
+    again = post(proxy, rag_body())  # issue 29: the same question over a stored form
+    assert again.headers["x-ragtrim-decision"].startswith("compress:stable(")
+    assert again.json()["echo"]["messages"] == resp.json()["echo"]["messages"]
+
+
+def test_without_stable_forms_a_repeat_is_served_from_the_memo(stub, make_proxy):
+    settings = {**ALWAYS, "stable": {"enabled": False}}
+    proxy = make_proxy([stub.url], compressor=HalfWords(), compression=settings)
+    assert post(proxy, rag_body()).headers["x-ragtrim-cache-hits"] == "0/3"
     assert post(proxy, rag_body()).headers["x-ragtrim-cache-hits"] == "3/3"
 
 

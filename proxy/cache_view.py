@@ -1,0 +1,82 @@
+"""What the backends hold of a candidate prompt, by ragtrim's record of what it forwarded
+(issue 29, item 1): the proxy's side of cache/forwarded.py.
+
+Why: the gate priced every context token as uncached and recompressed follow-ups whose
+documents vLLM already held (×3.9 slower than direct). Before anything is sent, the
+compress stage asks `held` for the client's prompt and for a compressed form sent
+before (proxy/stages/stable.py); the request's `CachePlan` then carries the blocks of
+what was sent, and the response hooks close the loop: `expect` when the backend is
+known (its headers), `confirm` with the `cached_tokens` vLLM reports.
+
+Which backend: the decision comes before routing, so `held` answers for the backend
+holding the most; the router, by prefix affinity (rendezvous or KV events), sends the
+request where that prefix lives. A backend that left the pool is forgotten (the pool's
+`on_removed`, proxy/compression_parts.py); one that restarted empty at the same address
+is corrected by its first `cached_tokens`, which shortens its horizon
+(cache/forwarded.py).
+
+Units: the prompt's text (proxy/prompt/cache_text.py) in fixed-width blocks, converted
+to tokens with the tenant's characters per token; the partition is the model and the
+client's `cache_salt`, as vLLM keys its blocks. The KV index (routing.kv_events) would
+answer exactly, from token ids; it is not consulted here (left for issue 30's fleet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cache.forwarded import ForwardedRecord, Receipt
+from cache.prompt_blocks import Blocks
+from cache.stable_forms import FormKey, StableForm
+from proxy.routing.endpoint import EndpointPool
+
+
+@dataclass
+class CachePlan:
+    """One request's view of the prefix cache (RequestContext.cache_plan): written by the
+    compress stage, read by the response hooks."""
+
+    key: FormKey | None
+    form: StableForm | None
+    original: Blocks
+    original_held: int  # leading tokens of the client's prompt the best backend holds
+    sent: Blocks | None = None  # the blocks of what went upstream (None: nothing to record)
+    receipt: Receipt | None = field(default=None, repr=False)
+
+
+class CacheView:
+    """The record of forwarded prompts, asked per candidate; not thread-safe (event loop)."""
+
+    def __init__(self, record: ForwardedRecord, pool: EndpointPool, block_size: int):
+        self.record = record
+        self.pool = pool
+        self.block_size = block_size
+
+    def blocks(self, tenant: str, text: str, partition: str, chars_per_token: float) -> Blocks:
+        return self.record.blocks(tenant, text, self.block_size, partition=partition,
+                                  chars_per_token=chars_per_token)  # fmt: skip
+
+    def held(self, blocks: Blocks) -> int:
+        """Leading tokens of `blocks` held by the backend that holds the most."""
+        return max((self.record.held(ep.url, blocks) for ep in self.pool.endpoints), default=0)
+
+    def expect(self, plan: CachePlan | None, backend: str) -> None:
+        """The request went to `backend`: what the record predicts, kept for `confirm`."""
+        if plan is not None and plan.sent is not None:
+            plan.receipt = self.record.expect(backend, plan.sent)
+
+    def confirm(self, plan: CachePlan | None, usage: dict | None) -> None:
+        """The backend prefilled it: its blocks are held from now, and the `cached_tokens`
+        it reported corrects the record's horizon."""
+        if plan is None or plan.receipt is None:
+            return
+        self.record.confirm(plan.receipt, reported_cached(usage))
+        plan.receipt = None  # confirmed once
+
+
+def reported_cached(usage: dict | None) -> int | None:
+    """`cached_tokens` when vLLM reported it (--enable-prompt-tokens-details), else None:
+    an absent figure must not read as "nothing was cached" and shorten horizons."""
+    details = (usage or {}).get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return int(value) if isinstance(value, int | float) and value >= 0 else None

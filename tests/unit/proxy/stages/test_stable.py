@@ -1,0 +1,101 @@
+"""proxy/stages/stable.py's choices, called directly (issue 29): what the record of
+forwarded prompts holds decides, per tenant, and an outage falls back to pricing."""
+
+import pytest
+
+from cache.forwarded import ForwardedRecord
+from cache.stable_forms import StableForm, StableForms
+from cache.store import MemoryStore
+from proxy.cache_view import CacheView
+from proxy.context import RequestContext
+from proxy.gate import CostGate
+from proxy.metrics import Metrics
+from proxy.prompt.segment import Segmenter
+from proxy.routing.endpoint import EndpointPool
+from proxy.stages.stable import Prices, StableCompression
+
+BACKEND = "http://b1"
+DOCS = [f"Document {i} says that fact number {i} holds for every case we looked at. " * 6
+        for i in range(3)]  # fmt: skip
+SYSTEM = (
+    "Use the following pieces of context to answer the user's question. \n"
+    "If you don't know the answer, just say that you don't know, don't try to make up an "
+    "answer.\n----------------\n"
+)
+
+
+class BrokenStore(MemoryStore):
+    async def hgetall(self, key):
+        raise ConnectionError("redis down")
+
+
+def ctx_for(question: str, tenant: str = "a") -> RequestContext:
+    messages = [{"role": "system", "content": SYSTEM + "\n\n".join(DOCS)},
+                {"role": "user", "content": question}]  # fmt: skip
+    ctx = RequestContext("r", "chat", b"", {"model": "m", "messages": messages}, {})
+    ctx.tenant = tenant
+    ctx.segmentation = Segmenter().chat(messages)
+    return ctx
+
+
+def make(store=None) -> StableCompression:
+    gate = CostGate("auto", prior_ms_per_1k=1.0, min_context_tokens=0, max_added_ms=1e6,
+                    prior_prefill_ms_per_token=1.0, pool=EndpointPool.from_urls([BACKEND]))  # fmt: skip
+    view = CacheView(ForwardedRecord(max_bytes=1 << 20, ttl=900), gate.pool, 16)
+    forms = StableForms(store or MemoryStore(), ttl=60, max_questions=4)
+    return StableCompression(view, forms, gate, Metrics(), lambda rate: f"fp{rate}")
+
+
+def prices(tenant: str = "a") -> Prices:
+    return Prices(tenant, 4.0, sum(map(len, DOCS)) // 4, len(DOCS), 1)
+
+
+async def send(stable: StableCompression, ctx: RequestContext, texts=None) -> None:
+    """What the compress stage and the response hooks do once `texts` went upstream."""
+    stable.record_sent(ctx, texts or ctx.segmentation.texts, 4.0)
+    stable.view.expect(ctx.cache_plan, BACKEND)
+    stable.view.confirm(ctx.cache_plan, None)
+
+
+async def test_a_follow_up_over_documents_cached_as_sent_is_not_recompressed():
+    stable = make()
+    first = ctx_for("What holds?")
+    assert (await stable.choose(first, first.segmentation.texts, "What holds?", 0.5,
+                                prices())).held == 0  # fmt: skip
+    await send(stable, first)  # the gate skipped it: the client's prompt went
+    follow = ctx_for("And which fact is number two?")
+    choice = await stable.choose(follow, follow.segmentation.texts, "q", 0.5, prices())
+    assert choice.kind == "fresh" and choice.held >= prices().context_tokens * 0.9
+    decision = stable.gate.decide(context_tokens=prices().context_tokens, cached_docs=0,
+                                  total_docs=3, rate=0.5, held=choice.held)  # fmt: skip
+    assert decision.action == "skip" and decision.reason.startswith("skip:cached(")
+
+
+async def test_the_clients_prompt_goes_when_it_is_cached_and_a_form_is_not():
+    stable = make()
+    first = ctx_for("What holds?")
+    await stable.choose(first, first.segmentation.texts, "What holds?", 0.5, prices())
+    key = first.cache_plan.key
+    await stable.forms.remember(key, StableForm(("a", "b", "c"), 300, 3), "What holds?")
+    await send(stable, first)  # the original is held, the form never went
+    follow = ctx_for("Which fact is number two?")
+    choice = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, prices())
+    assert choice.kind == "original" and choice.reason.startswith("skip:cached(")
+
+
+async def test_tenant_as_record_never_prices_tenant_bs_request():
+    stable = make()
+    first = ctx_for("What holds?", tenant="a")
+    await stable.choose(first, first.segmentation.texts, "What holds?", 0.5, prices("a"))
+    await send(stable, first)
+    other = ctx_for("And which fact is number two?", tenant="b")
+    choice = await stable.choose(other, other.segmentation.texts, "q", 0.5, prices("b"))
+    assert choice.kind == "fresh" and choice.held == 0
+
+
+@pytest.mark.parametrize("store", [BrokenStore()])
+async def test_a_store_outage_falls_back_to_pricing_the_request_alone(store):
+    stable = make(store)
+    ctx = ctx_for("What holds?")
+    choice = await stable.choose(ctx, ctx.segmentation.texts, "What holds?", 0.5, prices())
+    assert choice.kind == "fresh" and choice.form is None
