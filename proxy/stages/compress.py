@@ -161,7 +161,9 @@ class CompressStage:
                 self.recalibration.after_skip()
             return None
         try:
-            asked = AUTO if rate == AUTO else decision.rate
+            # a check selects by score margin (issue 29): what the question needs, not
+            # half of every document, so a grown form gains sentences that matter
+            asked = AUTO if rate == AUTO or choice.kind == "check" else decision.rate
             outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
         except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
             reason = _failure_reason(exc)

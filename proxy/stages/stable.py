@@ -17,18 +17,21 @@ The compress stage asks `choose` before pricing a request with a context:
   (cache_view.py). The client's goes (`skip:cached`) when it has no more uncached
   tokens than the form. Otherwise the form goes, byte for byte: as it is when this
   question was asked over it before (`compress:stable`, no job); else after a check
-  (`check`): the compressor selects for the new question as it would alone (its
+  (`check`): the compressor selects for the new question with the adaptive budget (a
+  score margin: the sentences close to the best, compressors/adaptive.py; its
   features are memoized: the seen rate, ~1 ms per 1k tokens), and whatever the form
   lacks of that selection is appended after its last document (compressors/
   stable_growth.py: `compress:stable-grown`), so the form's bytes still come first
-  and stay cached. The check is priced as a job against what the form saves; a check
-  that does not pay sends the client's prompt.
+  and stay cached. The request's own rate would add half of every document,
+  distractors included: measured, +240 tokens a turn and every follow-up grown. The
+  check is priced as a job against what the form saves; a check that does not pay
+  sends the client's prompt.
 
-Fidelity: what is sent always holds the compressor's own selection for the question
-(the union of every question's so far), so a reused form never answers from less than
-compressing for that question alone. The choice (pin to the first question, the union
-of questions, a question-independent selection) and its figures are in issue 29's note
-and `bench.followups`.
+Fidelity: what is sent always holds the compressor's adaptive selection for the
+question (the union of every question's so far), so a reused form never answers from
+less than that selection alone (bench.fidelity: gold retention 0.97–0.99 at 5–8×).
+The choice (pin to the first question, the union of questions, a question-independent
+selection) and its figures are in issue 29's note and `bench.followups`.
 
 Fails open: a store outage reads as no form (`fresh`); a failed check sends the
 client's prompt (the compress stage's failed-open path).

@@ -18,7 +18,8 @@ GET /stub/requests lists what each completion request carried, as the backend sa
 it (the last `RECORDS` of them): its `stub.tag` (a client's own label, forwarded by
 ragtrim unchanged), its `cache_salt`, and the characters of each message (or of the
 prompt). bench.abuse checks with it that no tenant's request reached the backend
-under another tenant's salt, and that no context arrived empty.
+under another tenant's salt, and that no context arrived empty. With `stub.keep_text`
+the record also holds each message's content (bench.followups reads what was sent).
 
 By default it answers at once with fixed usage (5 prompt tokens). With a
 `PrefillSim` (prefill_sim.py) it behaves like a GPU-speed vLLM instead: the first
@@ -62,8 +63,11 @@ def record_of(req: dict, path: str) -> dict:
     else:
         sizes = [_chars(req.get("prompt"))]
     stub = req.get("stub") if isinstance(req.get("stub"), dict) else {}
-    return {"path": path, "tag": stub.get("tag"), "cache_salt": req.get("cache_salt"),
-            "chars": sizes}  # fmt: skip
+    record = {"path": path, "tag": stub.get("tag"), "cache_salt": req.get("cache_salt"),
+              "chars": sizes}  # fmt: skip
+    if stub.get("keep_text") and isinstance(messages, list):  # bench.followups' retention
+        record["texts"] = [m.get("content") for m in messages if isinstance(m, dict)]
+    return record
 
 
 def _usage(prompt: int, cached: int, completion: int) -> dict:
