@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 
 import httpx
+import pytest
 import zmq
 
 from proxy.context import RequestContext
@@ -77,3 +79,17 @@ def _chain(ids):
     from proxy.routing.kv.chain import chain
 
     return chain(ids, 16)
+
+
+MODEL_DIR = Path(__file__).resolve().parents[3] / ".models" / "smollm2-135m-instruct"
+
+
+@pytest.mark.skipif(not (MODEL_DIR / "tokenizer.json").exists(), reason="make setup's model")
+async def test_replica_tokenizes_as_ragtrims_scorer_does():
+    from proxy.chat_tokens import ChatTokenizer
+
+    async with Fleet(1, tokenizer=str(MODEL_DIR)) as fleet, httpx.AsyncClient(timeout=30) as c:
+        ids = (await c.post(f"{fleet.urls[0]}/tokenize", json=BODY)).json()["tokens"]
+        done = await c.post(f"{fleet.urls[0]}/v1/chat/completions", json=BODY)
+    assert ids == ChatTokenizer(str(MODEL_DIR)).chat(BODY)  # the static-prefix shortcut too
+    assert done.json()["usage"]["prompt_tokens"] == len(ids)
