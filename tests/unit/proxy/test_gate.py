@@ -172,3 +172,18 @@ def test_prefill_law_is_clamped_to_its_band():
         slow.add(tokens * 1000.0, tokens, "metrics")  # a second per token
         fast.add(tokens * 1e-6, tokens, "metrics")
     assert slow.value() == BAND[1] and fast.value() == BAND[0]
+
+
+def test_a_metrics_law_keeps_its_slope_while_cache_hits_show_none():
+    """Issue 29: requests served from the prefix cache prefill a few tokens each; their
+    flat samples must not erase the law the backend's uncached prefills taught."""
+    g = gate()
+    for tokens in (500, 1000, 2000):
+        g.observe_prefill("b", tokens, 15 + tokens * 0.03, "metrics")
+    learned = g.prefill_ms_per_token()
+    for tokens, ms in [(70, 40), (90, 30), (150, 25), (200, 20)] * 12:  # flat, even falling
+        g.observe_prefill("b", tokens, ms, "metrics")
+    assert g.prefill_ms_per_token() == pytest.approx(learned)
+    for tokens, ms in [(300, 30), (600, 30), (1200, 30)] * 16:  # flat: fits a slope of 0
+        g.observe_prefill("b", tokens, ms, "metrics")
+    assert g.prefill_ms_per_token() is not None  # the last fitted law is kept, not erased

@@ -39,8 +39,9 @@ def ctx_for(question: str, tenant: str = "a") -> RequestContext:
 
 
 def make(store=None) -> StableCompression:
+    pool = EndpointPool.from_urls([BACKEND])
     gate = CostGate("auto", prior_ms_per_1k=1.0, min_context_tokens=0, max_added_ms=1e6,
-                    prior_prefill_ms_per_token=1.0, pool=EndpointPool.from_urls([BACKEND]))  # fmt: skip
+                    prior_prefill_ms_per_token=1.0, pool=pool)  # fmt: skip
     view = CacheView(ForwardedRecord(max_bytes=1 << 20, ttl=900), gate.pool, 16)
     forms = StableForms(store or MemoryStore(), ttl=60, max_questions=4)
     return StableCompression(view, forms, gate, Metrics(), lambda rate: f"fp{rate}")

@@ -12,7 +12,7 @@ from compressors.base import Budget, CompressionResult, DocumentResult
 from compressors.stable_growth import SEPARATOR
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
-from tests.support.servers import serving
+from tests.support.servers import free_port, serving
 
 DOCS = [
     "Paris is the capital of France. The city lies on the Seine. It has two airports.",
@@ -104,3 +104,12 @@ def test_stable_forms_off_compresses_each_question_on_its_own(sim, make_proxy):
     _, first = ask(proxy, "Which city lies on the Seine?")
     reason, second = ask(proxy, "What is Lyon known for?")
     assert reason.startswith("compress:policy-always") and not second.startswith(first)
+
+
+def test_redis_down_still_answers_every_turn(sim, make_proxy):
+    """No Redis at all: the store's in-process fallback keeps the forms (never a 5xx)."""
+    proxy = make_proxy([sim.url], compressor=QuestionWords(), compression=ALWAYS,
+                       redis_url=f"redis://127.0.0.1:{free_port()}")  # fmt: skip
+    _, first = ask(proxy, "Which city lies on the Seine?")
+    reason, again = ask(proxy, "What does the city on the Seine have?")
+    assert reason.startswith("compress:stable") and again == first
