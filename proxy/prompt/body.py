@@ -7,7 +7,8 @@ ask vLLM for usage; none of them branches on the route or writes `body[...]` its
 `modified` records whether anything changed: unchanged, the client's own bytes go
 upstream (no re-serialisation, no float or key-order drift).
 
-    ChatPrompt        /v1/chat/completions: `messages` (+ `tools`)
+    ChatPrompt        /v1/chat/completions: `messages` (+ `tools`), and vLLM's `documents`
+                      field (its entries' texts are documents: segment/documents.py)
     CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one (a
                       body with only `prompt_embeds` has no text: relayed as it came)
     Prompt            anything else: relayed as it came
@@ -32,8 +33,10 @@ from proxy.prompt.segment import (
     Segmentation,
     Segmenter,
     apply_chat,
+    apply_documents,
     apply_prompt,
     message_text,
+    with_documents,
 )
 from proxy.prompt.segment.tags import DOC, QUESTION
 
@@ -121,10 +124,16 @@ class ChatPrompt(Prompt):
         stripped = strip_multipart_tags(self.body["messages"])
         if stripped is not None:
             self.set("messages", stripped)
-        return segmenter.chat(self.body["messages"], field)
+        seg = segmenter.chat(self.body["messages"], field)
+        return with_documents(seg, self.body.get("documents"), self.body["messages"])
 
     def apply(self, seg: Segmentation, texts: list[str]) -> None:
         self.set("messages", apply_chat(self.body["messages"], seg, texts))
+        documents = self.body.get("documents")
+        if isinstance(documents, list):  # vLLM's field: a segmentation may hold its texts
+            changed = apply_documents(documents, seg, texts)
+            if changed is not None:
+                self.set("documents", changed)
 
     def canonicalize(self, rules: CanonicalRules, end: Position | None) -> CanonicalResult:
         result = canonicalize_chat(self.body["messages"], self.body.get("tools"), rules, end)

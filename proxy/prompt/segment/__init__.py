@@ -17,6 +17,8 @@ The package, one concept a file:
   patterns.py     recogniser 4: operator regexes
   explicit.py     static_end and question rules shared by recognisers 1, 2 and 4
   splice.py       the splice back (apply_chat, apply_prompt)
+  documents.py    vLLM's chat `documents` field: its entries are documents (with_documents,
+                  apply_documents), added to what the recognisers found
 
 Messages are OpenAI chat messages; a message is searched when its content is a string
 or a list with exactly one text part, and the explicit recognisers (body field, tags,
@@ -33,6 +35,7 @@ and apply_* splices in one pass. Only operator-supplied `patterns` can be slow.
 This package imports nothing from proxy/.
 """
 
+from proxy.prompt.segment.documents import apply_documents, with_documents
 from proxy.prompt.segment.messages import SYSTEM_ROLES, message_text, role, with_text
 from proxy.prompt.segment.model import Position, Segmentation, Slot
 from proxy.prompt.segment.segmenter import Recogniser, Segmenter
@@ -46,8 +49,10 @@ __all__ = [
     "Segmenter",
     "Slot",
     "apply_chat",
+    "apply_documents",
     "apply_prompt",
     "message_text",
     "role",
+    "with_documents",
     "with_text",
 ]

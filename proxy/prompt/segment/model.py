@@ -15,14 +15,21 @@ from dataclasses import dataclass
 Position = tuple[int | None, int]  # (message index or None for a prompt, offset)
 
 
+MESSAGES = "messages"  # a slot's source: the chat messages (or the completion prompt)
+DOCUMENTS = "documents"  # vLLM's chat `documents` field (documents.py)
+
+
 @dataclass(frozen=True)
 class Slot:
-    """`source[start:end]` of message `message` (None = the prompt); `text` is that span."""
+    """`source[start:end]` of message `message` (None = the prompt); `text` is that span.
+    `source` DOCUMENTS: `message` is the index in the body's `documents` list instead
+    (vLLM hands those to the chat template, outside the messages)."""
 
     message: int | None
     start: int
     end: int
     text: str
+    source: str = MESSAGES
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 `new_texts[i]` replaces `seg.documents[i]`; every marker slot is replaced by "". Chat:
 only the messages that change are copied; the input list and its messages are never
-mutated. Each text is spliced in one pass (linear in its length).
+mutated. Each text is spliced in one pass (linear in its length). `apply_chat` puts
+back the slots in the messages only: those of vLLM's `documents` field go back through
+documents.apply_documents (the body adapter calls both).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from proxy.prompt.segment.messages import message_text, with_text
-from proxy.prompt.segment.model import Segmentation, Slot
+from proxy.prompt.segment.model import MESSAGES, Segmentation, Slot
 
 Pairs = list[tuple[Slot, str]]
 
@@ -29,7 +31,7 @@ def splice(text: str, pairs: Sequence[tuple[Slot, str]]) -> str:
 
 
 def apply_prompt(prompt: str, seg: Segmentation, new_texts: Sequence[str]) -> str:
-    pairs = _pairs(seg, new_texts)
+    pairs = pairs_of(seg, new_texts, MESSAGES)
     if any(slot.message is not None for slot, _ in pairs):
         raise ValueError("chat segmentation applied to a completion prompt")
     return splice(prompt, pairs)
@@ -37,7 +39,7 @@ def apply_prompt(prompt: str, seg: Segmentation, new_texts: Sequence[str]) -> st
 
 def apply_chat(messages: Sequence[Any], seg: Segmentation, new_texts: Sequence[str]) -> list[Any]:
     changes: dict[int, Pairs] = {}
-    for slot, new in _pairs(seg, new_texts):
+    for slot, new in pairs_of(seg, new_texts, MESSAGES):
         if slot.message is None or not 0 <= slot.message < len(messages):
             raise ValueError(f"slot outside the messages: {slot}")
         changes.setdefault(slot.message, []).append((slot, new))
@@ -50,7 +52,9 @@ def apply_chat(messages: Sequence[Any], seg: Segmentation, new_texts: Sequence[s
     return out
 
 
-def _pairs(seg: Segmentation, new_texts: Sequence[str]) -> Pairs:
+def pairs_of(seg: Segmentation, new_texts: Sequence[str], source: str) -> Pairs:
+    """(slot, new text) for every document and marker of `seg` in `source`."""
     if len(new_texts) != len(seg.documents):
         raise ValueError(f"{len(new_texts)} texts for {len(seg.documents)} documents")
-    return [*zip(seg.documents, new_texts, strict=True), *((m, "") for m in seg.markers)]
+    pairs = [*zip(seg.documents, new_texts, strict=True), *((m, "") for m in seg.markers)]
+    return [(slot, new) for slot, new in pairs if slot.source == source]
