@@ -16,6 +16,10 @@ A backend's usage is data from the network: `sane_usage` keeps it only when ever
 count is a non-negative integer. Anything else (`"prompt_tokens": "lots"`, a list) is
 ignored and counted (`bad`): never an exception after a good completion (issue 23).
 
+The Responses API (issue 31) names its usage differently and sends it in its final
+event (`response.completed`), unasked: `responses_usage` renames it to chat's names, and
+`ResponsesUsageTap` reads it from the stream without changing a byte.
+
 A non-streamed body is read as chunks (proxy/upstream/exchange.py) and never joined:
 `usage_from_chunks` finds the last `"usage":` key and decodes only what follows it.
 """
@@ -24,9 +28,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from proxy.errors import UpstreamTooLarge
 from proxy.sse import EventSplitter, event_data
 
 _EMPTY_CHOICES = (b'"choices":[]', b'"choices": []')
@@ -147,3 +152,69 @@ def _stamped(event: bytes, stamp: bytes) -> bytes:
     if end < 0 or b'"system_fingerprint"' in event:
         return event
     return event[:end] + stamp + event[end:]
+
+
+_FINAL = (b'"response.completed"', b'"response.incomplete"')
+
+
+def responses_usage(usage: Any) -> dict[str, Any] | None:
+    """A Responses API usage (input_tokens, output_tokens, input_tokens_details.
+    cached_tokens) in chat's names, so feedback, the gate and the prefix record read one
+    shape; None when a count is not a non-negative integer (as sane_usage)."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("input_tokens_details")
+    if details is not None and not isinstance(details, dict):
+        return None
+    chat: dict[str, Any] = {
+        "prompt_tokens": usage.get("input_tokens"),
+        "completion_tokens": usage.get("output_tokens"),
+        "total_tokens": usage.get("total_tokens"),
+    }
+    if details is not None:
+        chat["prompt_tokens_details"] = {"cached_tokens": details.get("cached_tokens")}
+    return sane_usage(chat)
+
+
+class ResponsesUsageTap:
+    """Reads usage from a Responses stream's final event (`response.completed`, or
+    `response.incomplete`: the whole response, usage in it) and relays every byte as it
+    came: ragtrim never asks for usage here, so there is nothing to strip (issue 31).
+    `watchers` see each chunk too (the owner hook's id tap: one filter per stream). An
+    event too long to hold is not read (no usage), never an error to the client."""
+
+    def __init__(self, max_event: int = 4 << 20):
+        self.usage: dict[str, Any] | None = None
+        self.bad = 0
+        self.watchers: list[Callable[[bytes], bytes]] = []
+        self._events: EventSplitter | None = EventSplitter(max_event)
+
+    def __call__(self, chunk: bytes) -> bytes:
+        for watch in self.watchers:
+            watch(chunk)
+        events = self._events
+        if events is not None and (
+            events.pending or not chunk.endswith(b"\n\n") or any(m in chunk for m in _FINAL)
+        ):
+            try:
+                for event in events.feed(chunk):
+                    self._read(event)
+            except UpstreamTooLarge:
+                self._events = None
+        return chunk
+
+    def flush(self) -> bytes:
+        return b""  # every byte went out as it came
+
+    def _read(self, event: bytes) -> None:
+        if not any(m in event for m in _FINAL):
+            return
+        try:
+            data = json.loads(event_data(event))
+        except ValueError:
+            return
+        response = data.get("response") if isinstance(data, dict) else None
+        if not isinstance(response, dict) or response.get("usage") is None:
+            return
+        self.usage = responses_usage(response["usage"])
+        self.bad += self.usage is None

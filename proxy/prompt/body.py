@@ -11,15 +11,18 @@ upstream (no re-serialisation, no float or key-order drift).
                       field (its entries' texts are documents: segment/documents.py)
     CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one (a
                       body with only `prompt_embeds` has no text: relayed as it came)
-    Prompt            anything else: relayed as it came
+    ResponsesPrompt   /v1/responses: `instructions` and `input` read as chat (responses.py)
+    Prompt            anything else: relayed as it came (base.py)
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from proxy.prompt.exact_json import dumps
+from proxy.prompt.base import Prompt
 from proxy.prompt.prefix import (
     CanonicalResult,
     CanonicalRules,
@@ -28,6 +31,7 @@ from proxy.prompt.prefix import (
     static_messages,
     static_prompt,
 )
+from proxy.prompt.responses import ResponsesPrompt
 from proxy.prompt.segment import (
     Position,
     Segmentation,
@@ -44,79 +48,6 @@ from proxy.prompt.segment.tags import DOC, QUESTION
 # opening tag and the next closing one; question tags go wherever a document does.
 _DOC_PAIR = re.compile(re.escape(DOC[0]) + "(.*?)" + re.escape(DOC[1]), re.DOTALL)
 _QUESTION_TAG = re.compile("|".join(re.escape(tag) for tag in QUESTION))
-
-
-class Prompt:
-    """A body ragtrim does not look into (the pass-through routes)."""
-
-    def __init__(self, body: dict[str, Any]):
-        self.body = body
-        self.modified = False
-
-    @property
-    def model(self) -> str | None:
-        """The model asked for; None when the body names none (vLLM then answers with
-        its served model: issue 31) or on a pass-through route's body."""
-        model = self.body.get("model")
-        return model if isinstance(model, str) else None
-
-    @property
-    def stream(self) -> bool:
-        return bool(self.body.get("stream"))
-
-    def set(self, key: str, value: Any) -> None:
-        """THE write: every change to the body goes through here (or `remove`)."""
-        if self.body.get(key) != value:
-            self.body[key] = value
-            self.modified = True
-
-    def remove(self, key: str) -> None:
-        if key in self.body:
-            del self.body[key]
-            self.modified = True
-
-    def encode(self, raw: bytes) -> bytes:
-        """The bytes to send upstream: the client's own unless something changed.
-        Integers beyond 64 bits stay exact (proxy/prompt/exact_json.py), at orjson's
-        speed: this runs on the event loop (issue 33)."""
-        if not self.modified:
-            return raw
-        return dumps(self.body)
-
-    def request_usage(self) -> bool:
-        """Make a streamed request report usage; True when the client had not asked.
-        Only the final usage chunk: vLLM honours `continuous_usage_stats` only with
-        `include_usage`, so a client that sent it alone gets no usage from vLLM, and
-        must get none through ragtrim either (issue 31: usage on every chunk)."""
-        options = self.body.get("stream_options") or {}
-        if not self.stream or not isinstance(options, dict) or options.get("include_usage"):
-            return False
-        added = {**options, "include_usage": True}
-        if options.get("continuous_usage_stats"):
-            added["continuous_usage_stats"] = False
-        self.set("stream_options", added)
-        return True
-
-    def segment(self, segmenter: Segmenter, field: dict | None) -> Segmentation | None:
-        return None
-
-    def apply(self, seg: Segmentation, texts: list[str]) -> None:
-        raise ValueError("nothing to apply a segmentation to")
-
-    def canonicalize(self, rules: CanonicalRules, end: Position | None) -> CanonicalResult | None:
-        return None
-
-    def replay(self, static_end: Position | None) -> dict[str, Any] | None:
-        """The static part of this request as a max_tokens=1 request (for warm-up)."""
-        return None
-
-    def _replay_head(self) -> dict[str, Any]:
-        head: dict[str, Any] = {"max_tokens": 1, "temperature": 0}
-        if self.model is not None:  # none named: vLLM's served model, as for the client
-            head["model"] = self.model
-        if "cache_salt" in self.body:
-            head["cache_salt"] = self.body["cache_salt"]
-        return head
 
 
 class ChatPrompt(Prompt):
@@ -214,6 +145,14 @@ def _untagged(text: str) -> str:
     return _QUESTION_TAG.sub("", _DOC_PAIR.sub(r"\1", text))
 
 
+ADAPTERS: Mapping[str, type[Prompt]] = MappingProxyType(
+    {
+        "chat": ChatPrompt,
+        "completions": CompletionPrompt,
+        "responses": ResponsesPrompt,
+    }
+)
+
+
 def prompt_for(route: str, body: dict[str, Any]) -> Prompt:
-    adapter = {"chat": ChatPrompt, "completions": CompletionPrompt}.get(route, Prompt)
-    return adapter(body)
+    return ADAPTERS.get(route, Prompt)(body)

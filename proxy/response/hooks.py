@@ -18,7 +18,9 @@
 Pass-through routes (`route == "other"`) get the headers and their owner record and
 nothing else: their bodies are not OpenAI completions, so there is no usage to read or
 learn from. The usage tap is a chat/completions stream's and the id tap a
-/v1/responses stream's: a stream never needs both (one filter per stream).
+/v1/responses stream's; on a Responses stream that goes through the pipeline (route
+"responses", issue 31) the Responses usage tap reads usage and runs the id tap as its
+watcher (one filter per stream), and a JSON answer's usage is renamed to chat's names.
 """
 
 from __future__ import annotations
@@ -33,7 +35,14 @@ from proxy.owners import ResponseOwners
 from proxy.response.ids import ResponseIdTap, body_id
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders
-from proxy.usage import UsageTap, cached_tokens, sane_usage, usage_from_chunks
+from proxy.usage import (
+    ResponsesUsageTap,
+    UsageTap,
+    cached_tokens,
+    responses_usage,
+    sane_usage,
+    usage_from_chunks,
+)
 
 
 class UsageHook:
@@ -48,6 +57,8 @@ class UsageHook:
         --enable-force-include-usage sends that chunk to every client (issue 31)."""
         if ctx.route == "other":
             return None
+        if ctx.route == "responses":  # read from response.completed, nothing stripped
+            return ResponsesUsageTap(self.max_event_bytes)
         strip = ctx.usage_added and not self.backend_forces_usage
         return UsageTap(strip, self.max_event_bytes)
 
@@ -55,7 +66,7 @@ class UsageHook:
         if ctx.route == "other" or ex.status != 200:
             return []
         raw, _ = usage_from_chunks(parts)
-        ex.usage = sane_usage(raw)
+        ex.usage = responses_usage(raw) if ctx.route == "responses" else sane_usage(raw)
         if ex.usage is None:
             if raw is not None and ex.counted:  # ignored, counted: never a 500
                 self.metrics.upstream_bad_usage.labels(ex.url).inc()
@@ -66,7 +77,9 @@ class UsageHook:
         """A stream's usage, once it is over: kept when it ended well; its bad usage
         counted also when the backend failed after sending it."""
         tap = ex.tap
-        if not isinstance(tap, UsageTap) or not (error is None or isinstance(error, UpstreamError)):
+        if not isinstance(tap, UsageTap | ResponsesUsageTap) or not (
+            error is None or isinstance(error, UpstreamError)
+        ):
             return
         if tap.bad and ex.counted:
             self.metrics.upstream_bad_usage.labels(ex.url).inc(tap.bad)
@@ -130,7 +143,11 @@ class OwnerHook:
     def stream(self, ctx: RequestContext, ex: Exchange) -> ResponseIdTap | None:
         if not self._records(ctx, ex):
             return None
-        return ResponseIdTap(lambda rid: self.owners.record(ctx.tenant, rid))
+        ids = ResponseIdTap(lambda rid: self.owners.record(ctx.tenant, rid))
+        if isinstance(ex.tap, ResponsesUsageTap):  # a compressed Responses stream: one filter
+            ex.tap.watchers.append(ids)
+            return ex.tap
+        return ids
 
     def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
         if self._records(ctx, ex):
