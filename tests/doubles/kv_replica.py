@@ -18,8 +18,9 @@ Block hashes are the simulator's own (chained blake2b, sent as unsigned 64-bit i
 like vLLM 0.32's); ragtrim never reads
 vLLM's (they are random per process): it re-hashes token ids and extra keys
 (proxy/routing/kv/chain.py). Token ids: with a tokenizer dir, vLLM's chat path
-(the template rendered, then encoded without special tokens; proxy/chat_tokens.py says
-why that is vLLM's), and /tokenize answers the same ids; without one, word tokens.
+(the template rendered, then encoded without special tokens) as proxy/chat_tokens.py
+computes it (checked against vLLM's /tokenize in tests/integration/test_kv_events.py),
+and /tokenize answers the same ids; without one, word tokens.
 
 Capacity (`FLEET_PRESETS`), as vLLM sizes it (vllm/v1/worker/gpu_worker.py
 determine_available_memory): total × gpu_memory_utilization (0.9) − weights − the
@@ -145,9 +146,7 @@ class KvScheduler(Scheduler):
             return self.tokenize(text)
         if not chat:
             return tok.encode(str(req.get("prompt", "")), special=True)
-        from proxy.chat_tokens import vllm_messages
-
-        return tok.encode(tok.render(vllm_messages(req.get("messages") or []), req, True))
+        return tok.chat(req)  # its system-prompt cache encodes a long shared context once
 
     async def serve(self, req: dict, chat: bool) -> tuple[int, int]:
         loop = asyncio.get_running_loop()

@@ -86,10 +86,12 @@ MODEL_DIR = Path(__file__).resolve().parents[3] / ".models" / "smollm2-135m-inst
 
 @pytest.mark.skipif(not (MODEL_DIR / "tokenizer.json").exists(), reason="make setup's model")
 async def test_replica_tokenizes_as_ragtrims_scorer_does():
-    from proxy.chat_tokens import ChatTokenizer
+    from proxy.chat_tokens import ChatTokenizer, vllm_messages
 
     async with Fleet(1, tokenizer=str(MODEL_DIR)) as fleet, httpx.AsyncClient(timeout=30) as c:
         ids = (await c.post(f"{fleet.urls[0]}/tokenize", json=BODY)).json()["tokens"]
         done = await c.post(f"{fleet.urls[0]}/v1/chat/completions", json=BODY)
-    assert ids == ChatTokenizer(str(MODEL_DIR)).chat(BODY)  # the static-prefix shortcut too
+    tok = ChatTokenizer(str(MODEL_DIR))
+    whole = tok.encode(tok.render(vllm_messages(BODY["messages"]), BODY, True))
+    assert ids == whole  # vLLM's path: the whole template rendered, then encoded
     assert done.json()["usage"]["prompt_tokens"] == len(ids)
