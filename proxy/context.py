@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the plan's module reads the pool: no import at run time
 @dataclass
 class RequestContext:
     request_id: str
-    route: str  # "chat" | "completions" | "other" (pass-through)
+    route: str  # "chat" | "completions" | "responses" | "messages" | "other" (pass-through)
     raw: bytes
     body: dict[str, Any]
     headers: dict[str, str]

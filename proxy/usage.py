@@ -155,6 +155,7 @@ def _stamped(event: bytes, stamp: bytes) -> bytes:
 
 
 _FINAL = (b'"response.completed"', b'"response.incomplete"')
+_ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def responses_usage(usage: Any) -> dict[str, Any] | None:
@@ -183,6 +184,8 @@ class ResponsesUsageTap:
     `watchers` see each chunk too (the owner hook's id tap: one filter per stream). An
     event too long to hold is not read (no usage), never an error to the client."""
 
+    final = _FINAL  # what marks the event that carries the usage
+
     def __init__(self, max_event: int = 4 << 20):
         self.usage: dict[str, Any] | None = None
         self.bad = 0
@@ -194,7 +197,7 @@ class ResponsesUsageTap:
             watch(chunk)
         events = self._events
         if events is not None and (
-            events.pending or not chunk.endswith(b"\n\n") or any(m in chunk for m in _FINAL)
+            events.pending or not chunk.endswith(b"\n\n") or any(m in chunk for m in self.final)
         ):
             try:
                 for event in events.feed(chunk):
@@ -207,14 +210,52 @@ class ResponsesUsageTap:
         return b""  # every byte went out as it came
 
     def _read(self, event: bytes) -> None:
-        if not any(m in event for m in _FINAL):
+        if not any(m in event for m in self.final):
             return
         try:
             data = json.loads(event_data(event))
         except ValueError:
             return
-        response = data.get("response") if isinstance(data, dict) else None
-        if not isinstance(response, dict) or response.get("usage") is None:
-            return
-        self.usage = responses_usage(response["usage"])
-        self.bad += self.usage is None
+        raw = self._raw(data) if isinstance(data, dict) else None
+        if raw is not None:
+            self.usage = self._renamed(raw)
+            self.bad += self.usage is None
+
+    def _raw(self, data: dict[str, Any]) -> Any:
+        response = data.get("response")
+        return response.get("usage") if isinstance(response, dict) else None
+
+    def _renamed(self, raw: Any) -> dict[str, Any] | None:
+        return responses_usage(raw)
+
+
+class MessagesUsageTap(ResponsesUsageTap):
+    """The Messages API's: vLLM puts the whole usage on the last `message_delta` event
+    (the `message_start` one has no output yet), in Anthropic's names."""
+
+    final = (b'"message_delta"',)
+
+    def _raw(self, data: dict[str, Any]) -> Any:
+        return data.get("usage") if data.get("type") == "message_delta" else None
+
+    def _renamed(self, raw: Any) -> dict[str, Any] | None:
+        return messages_usage(raw)
+
+
+def messages_usage(usage: Any) -> dict[str, Any] | None:
+    """Anthropic usage in chat's names. Its input_tokens leave out the cached ones
+    (vLLM: input_tokens = prompt_tokens - cache_read - cache_creation), so the prompt
+    is their sum; the cached tokens are cache_read_input_tokens."""
+    if not isinstance(usage, dict):
+        return None
+    parts = [usage.get(k) for k in ("input_tokens", *_ANTHROPIC_CACHE)]
+    if not all(_count(p) for p in parts):
+        return None
+    prompt = sum(p or 0 for p in parts) if parts[0] is not None else None
+    chat: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": usage.get("output_tokens"),
+    }
+    if usage.get("cache_read_input_tokens") is not None:
+        chat["prompt_tokens_details"] = {"cached_tokens": usage["cache_read_input_tokens"]}
+    return sane_usage(chat)

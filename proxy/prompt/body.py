@@ -12,6 +12,7 @@ upstream (no re-serialisation, no float or key-order drift).
     CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one (a
                       body with only `prompt_embeds` has no text: relayed as it came)
     ResponsesPrompt   /v1/responses: `instructions` and `input` read as chat (responses.py)
+    MessagesPrompt    /v1/messages: `system` and content blocks read as chat (anthropic.py)
     Prompt            anything else: relayed as it came (base.py)
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from proxy.prompt.anthropic import MessagesPrompt
 from proxy.prompt.base import Prompt
 from proxy.prompt.prefix import (
     CanonicalResult,
@@ -150,6 +152,7 @@ ADAPTERS: Mapping[str, type[Prompt]] = MappingProxyType(
         "chat": ChatPrompt,
         "completions": CompletionPrompt,
         "responses": ResponsesPrompt,
+        "messages": MessagesPrompt,
     }
 )
 

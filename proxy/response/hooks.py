@@ -20,11 +20,13 @@ nothing else: their bodies are not OpenAI completions, so there is no usage to r
 learn from. The usage tap is a chat/completions stream's and the id tap a
 /v1/responses stream's; on a Responses stream that goes through the pipeline (route
 "responses", issue 31) the Responses usage tap reads usage and runs the id tap as its
-watcher (one filter per stream), and a JSON answer's usage is renamed to chat's names.
+watcher (one filter per stream). The Responses and Messages APIs send usage unasked, in
+their own names: read from their final events (or the JSON body) and renamed to chat's.
 """
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from proxy.cache_view import CacheView
@@ -36,12 +38,23 @@ from proxy.response.ids import ResponseIdTap, body_id
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders
 from proxy.usage import (
+    MessagesUsageTap,
     ResponsesUsageTap,
     UsageTap,
     cached_tokens,
+    messages_usage,
     responses_usage,
     sane_usage,
     usage_from_chunks,
+)
+
+# The APIs whose usage comes unasked, in their own names: the stream tap that reads it
+# and the renaming to chat's names (proxy/usage.py).
+_OWN_USAGE = MappingProxyType(
+    {
+        "responses": (ResponsesUsageTap, responses_usage),
+        "messages": (MessagesUsageTap, messages_usage),
+    }
 )
 
 
@@ -51,14 +64,14 @@ class UsageHook:
         self.max_event_bytes = max_event_bytes
         self.backend_forces_usage = backend_forces_usage
 
-    def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | None:
+    def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | ResponsesUsageTap | None:
         """The tap that reads (and, when ragtrim added it, strips) the usage chunk.
         With `upstream.backend_forces_usage` nothing is stripped: vLLM's
         --enable-force-include-usage sends that chunk to every client (issue 31)."""
         if ctx.route == "other":
             return None
-        if ctx.route == "responses":  # read from response.completed, nothing stripped
-            return ResponsesUsageTap(self.max_event_bytes)
+        if ctx.route in _OWN_USAGE:  # sent unasked (response.completed, message_delta)
+            return _OWN_USAGE[ctx.route][0](self.max_event_bytes)
         strip = ctx.usage_added and not self.backend_forces_usage
         return UsageTap(strip, self.max_event_bytes)
 
@@ -66,7 +79,7 @@ class UsageHook:
         if ctx.route == "other" or ex.status != 200:
             return []
         raw, _ = usage_from_chunks(parts)
-        ex.usage = responses_usage(raw) if ctx.route == "responses" else sane_usage(raw)
+        ex.usage = _OWN_USAGE[ctx.route][1](raw) if ctx.route in _OWN_USAGE else sane_usage(raw)
         if ex.usage is None:
             if raw is not None and ex.counted:  # ignored, counted: never a 500
                 self.metrics.upstream_bad_usage.labels(ex.url).inc()
