@@ -1,0 +1,123 @@
+"""bench.fleet: routing modes on a simulated GPU fleet, one arrival schedule for all (issue 30).
+
+    .venv/bin/python -m bench.fleet [--sizes 8,16] [--duration 40] [--rate-per-replica 3]
+
+Regime: llm-d's shared context (bench/lib/fleet_workload.py: tenants with a long shared
+system prompt, short new questions, Poisson arrivals). Replicas: tests/doubles/fleet.py
+(preset qwen3-32b-2xh100: vLLM v1's step loop at that model's speed on two H100s, its
+KV cache sized from their memory, KV events as vLLM 0.32 publishes them). Modes
+(bench/lib/fleet_run.py): random (no proxy, a seeded random replica), roundrobin,
+rendezvous (ragtrim's default affinity + load, bounded), kv (precise: kv_cache + load,
+the cost picker, subscribed to every replica's events). Each run starts on a fresh
+fleet. Figures per size and mode: TTFT p50/p90/p99, output tokens/s (completion
+tokens over the time from the first arrival to the last answer), prefix-cache hit ratio
+(cached / prompt tokens, from usage), requests per replica (max/mean), errors; for kv,
+ragtrim's event lag beside a bare subscriber's on the same replicas. Writes
+bench/results/fleet.json; the last line ends in kv_vs_random_ttft_p90 at the largest size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+
+from bench.lib.common import RESULTS, ROOT, percentile, write_result
+from bench.lib.fleet_run import MODES, bare_subscriber, fleet, proxy, replay, replica_counts
+from bench.lib.fleet_workload import shared_context
+from bench.lib.prefix_kv import kv_proxy_figures
+
+TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
+PRESET = "qwen3-32b-2xh100"
+
+
+def summarize(records: list[dict], counts: list[int]) -> dict:
+    ok = [r for r in records if r.get("status") == 200 and r["ttft"] is not None]
+    ttft = [r["ttft"] * 1000 for r in ok]
+    usage = [r["usage"] for r in ok if r["usage"]]
+    prompt = sum(u["prompt_tokens"] for u in usage)
+    cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usage)
+    span = max(r["done"] for r in records) - min(r["sent"] for r in records)
+    return {
+        "requests": len(records), "errors": len(records) - len(ok),
+        "ttft_p50_ms": round(percentile(ttft, 50), 1),
+        "ttft_p90_ms": round(percentile(ttft, 90), 1),
+        "ttft_p99_ms": round(percentile(ttft, 99), 1),
+        "output_tps": round(sum(u["completion_tokens"] for u in usage) / span, 1),
+        "hit_ratio": round(cached / prompt, 4) if prompt else None,
+        "max_mean_load": round(max(counts) / statistics.mean(counts), 3) if any(counts) else None,
+        "per_replica": counts,
+    }  # fmt: skip
+
+
+def run_mode(mode: str, size: int, schedule, args) -> dict:
+    with fleet(size, PRESET, TOKENIZER, args.cache_blocks) as endpoints:
+        replicas = list(endpoints)
+        with proxy(mode, endpoints) as url, bare_subscriber(endpoints) as bare:
+            records = asyncio.run(replay(schedule, url, replicas, args.seed))
+            kv = kv_proxy_figures(url) if mode == "kv" else None
+        out = summarize(records, replica_counts(replicas))
+    if kv is not None:
+        out["event_lag_p50_ms"], out["event_lag_p99_ms"] = (
+            kv["event_lag_p50_ms"],
+            kv["event_lag_p99_ms"],
+        )
+        out["event_lag_p99_ms_bare_subscriber"] = bare.get("lag_p99_ms")
+        out["kv_metrics"] = kv["metrics"]
+    return out
+
+
+def ratios(by_mode: dict) -> dict:
+    kv = by_mode.get("kv")
+    if not kv:
+        return {}
+    out = {}
+    pairs = (("random", "ttft_p90_ms", "kv_vs_random_ttft_p90"),
+             ("rendezvous", "ttft_p90_ms", "kv_vs_rendezvous_ttft_p90"),
+             ("roundrobin", "output_tps", "kv_vs_roundrobin_output_tps"))  # fmt: skip
+    for other, key, name in pairs:
+        if other in by_mode and by_mode[other][key]:
+            out[name] = round(kv[key] / by_mode[other][key], 4)
+    return out
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="8,16")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--tenants", type=int, default=150)
+    p.add_argument("--context-tokens", type=int, default=6000)
+    p.add_argument("--rate-per-replica", type=float, default=3.0, help="arrivals/s per replica")
+    p.add_argument("--duration", type=float, default=40.0, help="seconds of arrivals per run")
+    p.add_argument("--cache-blocks", type=int, default=None, help="override the preset's")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep", action="store_true", help="keep other sizes' results in fleet.json")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    result = {"regime": "shared_context", "preset": PRESET, "args": vars(args), "sizes": {}}
+    old = RESULTS / "fleet.json"
+    if args.keep and old.exists():  # runs of one size each stay under 3 minutes on 2 cores
+        result["sizes"] = json.loads(old.read_text()).get("sizes", {})
+    for size in [int(s) for s in args.sizes.split(",")]:
+        rate = args.rate_per_replica * size
+        schedule = shared_context(args.tenants, args.context_tokens, rate, args.duration,
+                                  seed=args.seed)  # fmt: skip
+        by_mode = {m: run_mode(m, size, schedule, args) for m in args.modes.split(",")}
+        result["sizes"][str(size)] = {"modes": by_mode, **ratios(by_mode)}
+        brief = {m: (v["ttft_p90_ms"], v["output_tps"], v["hit_ratio"]) for m, v in by_mode.items()}
+        print(size, "p90 ms, output tok/s, hit ratio:", brief, flush=True)
+    write_result("fleet", result)
+    last = result["sizes"][args.sizes.split(",")[-1]]
+    print(f"fleet shared-context at {args.sizes.split(',')[-1]} replicas: "
+          f"kv/rendezvous p90 {last.get('kv_vs_rendezvous_ttft_p90')}, kv/roundrobin output "
+          f"{last.get('kv_vs_roundrobin_output_tps')}, "
+          f"kv_vs_random_ttft_p90 {last.get('kv_vs_random_ttft_p90')}")  # fmt: skip
+    return result
+
+
+if __name__ == "__main__":
+    main()

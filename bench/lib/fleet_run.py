@@ -1,0 +1,132 @@
+"""bench.fleet's runs: a fresh simulated fleet (its own process), ragtrim in a mode in
+front of it (another), and the schedule replayed by an async client (this process).
+
+Every run starts from empty caches (a fresh fleet), so no mode inherits another's.
+"random" has no proxy: the client sends each request to a replica drawn at random
+(seeded), as a plain Service in front of the pods does; the proxies' own overhead
+(about a millisecond) is small against the TTFTs compared here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from bench.lib.common import ROOT, free_port, spawn_ragtrim, stop
+from bench.lib.fleet_workload import Arrival
+
+BASE = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}
+MODES = {
+    "random": None,
+    "roundrobin": {"RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]',
+                   "RAGTRIM_ROUTING__PICKER": "highest"},
+    "rendezvous": {},  # ragtrim's default: affinity:1, load:0.3, bounded
+    "kv": {"RAGTRIM_ROUTING__SCORERS": '[{"name": "kv_cache", "weight": 1}, '
+                                       '{"name": "load", "weight": 0.3}]',
+           "RAGTRIM_ROUTING__PICKER": "cost"},
+}  # fmt: skip
+
+
+@contextlib.contextmanager
+def fleet(replicas: int, preset: str, tokenizer: Path, cache_blocks: int | None) -> Iterator:
+    """{url: {pub, replay}} of a fresh fleet process; stopped whatever happens."""
+    out = Path(tempfile.mkdtemp()) / "endpoints.json"
+    args = [sys.executable, "-m", "tests.doubles.fleet", "--replicas", str(replicas),
+            "--preset", preset, "--tokenizer", str(tokenizer), "--out", str(out)]  # fmt: skip
+    if cache_blocks:
+        args += ["--cache-blocks", str(cache_blocks)]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not out.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the simulated fleet did not start")
+            time.sleep(0.1)
+        time.sleep(0.2)  # the file is written whole, but give the writer its close
+        yield json.loads(out.read_text())
+    finally:
+        stop(proc)
+
+
+@contextlib.contextmanager
+def proxy(mode: str, endpoints: dict) -> Iterator[str | None]:
+    """ragtrim's URL in `mode` in front of the fleet (None for random: no proxy)."""
+    if MODES[mode] is None:
+        yield None
+        return
+    env = {**BASE, **MODES[mode]}
+    if mode == "kv":
+        env |= {"RAGTRIM_ROUTING__KV_EVENTS__ENABLED": "true",
+                "RAGTRIM_ROUTING__KV_EVENTS__TOPIC": "kv",
+                "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints)}  # fmt: skip
+    port = free_port()
+    proc = spawn_ragtrim(list(endpoints), port, env)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+async def _one(client: httpx.AsyncClient, url: str, arrival: Arrival, t0: float) -> dict:
+    await asyncio.sleep(max(0.0, t0 + arrival.at - time.monotonic()))
+    sent = time.monotonic()
+    rec = {"tenant": arrival.tenant, "sent": sent - t0, "ttft": None, "usage": None}
+    try:
+        async with client.stream("POST", f"{url}/v1/chat/completions", json=arrival.body) as r:
+            rec["status"] = r.status_code
+            async for line in r.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                if rec["ttft"] is None:
+                    rec["ttft"] = time.monotonic() - sent
+                chunk = json.loads(line[6:])
+                rec["usage"] = chunk.get("usage") or rec["usage"]
+    except httpx.HTTPError as exc:
+        rec["error"] = repr(exc)
+    rec["done"] = time.monotonic() - t0
+    return rec
+
+
+async def replay(schedule: list[Arrival], proxy_url: str | None, replicas: list[str],
+                 seed: int = 0) -> list[dict]:  # fmt: skip
+    """Every arrival at its time, to the proxy or (random) to a seeded random replica."""
+    rng = random.Random(seed)
+    targets = [proxy_url or rng.choice(replicas) for _ in schedule]
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+        t0 = time.monotonic() + 0.5
+        return await asyncio.gather(
+            *(_one(client, u, a, t0) for u, a in zip(targets, schedule, strict=True))
+        )
+
+
+def replica_counts(replicas: list[str]) -> list[int]:
+    """Requests each replica started (its /stub/stats)."""
+    return [httpx.get(f"{u}/stub/stats", timeout=10).json()["started"] for u in replicas]
+
+
+@contextlib.contextmanager
+def bare_subscriber(endpoints: dict) -> Iterator[dict]:
+    """bench.lib.lag_probe on every replica's PUB while the block runs (the lag floor);
+    the dict it yields gets its figures when the block ends."""
+    bare: dict = {}
+    path = Path(tempfile.mkdtemp()) / "lag.json"
+    pubs = [e["pub"] for e in endpoints.values()]
+    proc = subprocess.Popen([sys.executable, "-m", "bench.lib.lag_probe", "--out", str(path),
+                             *pubs], cwd=ROOT)  # fmt: skip
+    try:
+        yield bare
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        bare.update(json.loads(path.read_text()) if path.exists() else {})
