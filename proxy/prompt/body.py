@@ -7,8 +7,9 @@ ask vLLM for usage; none of them branches on the route or writes `body[...]` its
 `modified` records whether anything changed: unchanged, the client's own bytes go
 upstream (no re-serialisation, no float or key-order drift).
 
-    ChatPrompt        /v1/chat/completions: `messages` (+ `tools`), and vLLM's `documents`
-                      field (its entries' texts are documents: segment/documents.py)
+    ChatPrompt        /v1/chat/completions: `messages` (+ `tools`)
+    DocumentsChatPrompt  the same with vLLM's `documents` field (its entries' texts are
+                      documents: segment/documents.py); cache_text gives None for it
     CompletionPrompt  /v1/completions: `prompt`, a string or a list of exactly one (a
                       body with only `prompt_embeds` has no text: relayed as it came)
     ResponsesPrompt   /v1/responses: `instructions` and `input` read as chat (responses.py)
@@ -44,6 +45,7 @@ from proxy.prompt.segment import (
     message_text,
     with_documents,
 )
+from proxy.prompt.segment.documents import field_slots
 from proxy.prompt.segment.tags import DOC, QUESTION
 
 # As the tags recogniser reads them (proxy/prompt/segment/tags.py): a document is an
@@ -52,7 +54,9 @@ _DOC_PAIR = re.compile(re.escape(DOC[0]) + "(.*?)" + re.escape(DOC[1]), re.DOTAL
 _QUESTION_TAG = re.compile("|".join(re.escape(tag) for tag in QUESTION))
 
 
-class ChatPrompt(Prompt):
+class ChatBody(Prompt):
+    """/v1/chat/completions: what ChatPrompt and DocumentsChatPrompt share (all of it)."""
+
     def segment(self, segmenter: Segmenter, field: dict | None) -> Segmentation | None:
         stripped = strip_multipart_tags(self.body["messages"])
         if stripped is not None:
@@ -82,6 +86,18 @@ class ChatPrompt(Prompt):
             return None
         tools = {"tools": self.body["tools"]} if self.body.get("tools") else {}
         return {**self._replay_head(), **tools, "messages": static}
+
+
+class ChatPrompt(ChatBody):
+    """A chat body; proxy/prompt/cache_text.py renders it (tools, then the messages)."""
+
+
+class DocumentsChatPrompt(ChatBody):
+    """A chat body with vLLM's `documents` field (segment/documents.py). Not a ChatPrompt:
+    cache_text renders no `documents`, so compressing them changed nothing in its text,
+    and a repeat was judged `skip:cached` and sent uncompressed (the first one was
+    compressed: issue 31). cache_text gives None for it: the gate prices it as fresh,
+    every time, and the memo gives the same compressed texts back."""
 
 
 class CompletionPrompt(Prompt):
@@ -158,4 +174,6 @@ ADAPTERS: Mapping[str, type[Prompt]] = MappingProxyType(
 
 
 def prompt_for(route: str, body: dict[str, Any]) -> Prompt:
+    if route == "chat" and field_slots(body.get("documents")):
+        return DocumentsChatPrompt(body)
     return ADAPTERS.get(route, Prompt)(body)

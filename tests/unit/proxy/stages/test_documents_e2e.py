@@ -30,3 +30,18 @@ def test_the_documents_field_is_compressed_in_place(stub, make_proxy):
     assert int(resp.headers["x-ragtrim-tokens-after"]) < int(
         resp.headers["x-ragtrim-tokens-before"]
     )
+
+
+def test_a_repeat_is_compressed_the_same_way(stub, make_proxy):
+    """cache_text renders no `documents` field: a repeat was judged skip:cached (the
+    compressed and the client's forms looked alike) and sent uncompressed."""
+    proxy = make_proxy([stub.url], compressor=HalfWords(), compression=ALWAYS)
+    documents = [{"text": text} for text in DOCS]
+    body = {"model": "stub-model", "messages": [{"role": "user", "content": "Where?"}],
+            "documents": documents, "stub": {"echo": True}}  # fmt: skip
+    sent = []
+    for _ in range(3):
+        resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body)
+        assert not resp.headers["x-ragtrim-decision"].startswith("skip"), resp.headers
+        sent.append(resp.json()["echo"]["documents"])
+    assert sent[0] == sent[1] == sent[2] != documents

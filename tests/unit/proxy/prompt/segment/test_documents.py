@@ -6,6 +6,7 @@ import copy
 import pytest
 
 from proxy.prompt.body import prompt_for
+from proxy.prompt.cache_text import cache_text
 from proxy.prompt.segment import Segmentation, apply_chat, apply_documents, with_documents
 from proxy.prompt.segment.documents import field_slots
 from proxy.prompt.segment.model import DOCUMENTS
@@ -91,3 +92,9 @@ def test_a_field_changed_since_segmentation_is_refused():
     seg = with_documents(None, FIELD, [{"role": "user", "content": QUESTION}])
     with pytest.raises(ValueError, match="not the one segmented"):
         apply_documents([{"text": "another"}, FIELD[1]], seg, ["x", "y"])
+
+
+def test_a_chat_with_the_field_has_no_cache_text_and_one_without_keeps_its_own():
+    with_field = prompt_for("chat", body(FIELD))
+    assert cache_text(with_field) is None
+    assert cache_text(prompt_for("chat", body([{"title": "no text"}]))) is not None
