@@ -32,19 +32,23 @@ TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
 PRESET = "qwen3-32b-2xh100"
 
 
-def summarize(records: list[dict], counts: list[int]) -> dict:
+def summarize(records: list[dict], counts: list[int], warmup: float) -> dict:
+    """TTFT and hit ratio of the arrivals after `warmup`; output and load of all."""
     ok = [r for r in records if r.get("status") == 200 and r["ttft"] is not None]
+    total_out = sum(r["usage"]["completion_tokens"] for r in ok if r["usage"])
+    ok = [r for r in ok if r["sent"] >= warmup]
     ttft = [r["ttft"] * 1000 for r in ok]
     usage = [r["usage"] for r in ok if r["usage"]]
     prompt = sum(u["prompt_tokens"] for u in usage)
     cached = sum(u["prompt_tokens_details"]["cached_tokens"] for u in usage)
     span = max(r["done"] for r in records) - min(r["sent"] for r in records)
     return {
-        "requests": len(records), "errors": len(records) - len(ok),
+        "requests": len(records), "measured": len(ok),
+        "errors": sum(1 for r in records if r.get("status") != 200 or r["ttft"] is None),
         "ttft_p50_ms": round(percentile(ttft, 50), 1),
         "ttft_p90_ms": round(percentile(ttft, 90), 1),
         "ttft_p99_ms": round(percentile(ttft, 99), 1),
-        "output_tps": round(sum(u["completion_tokens"] for u in usage) / span, 1),
+        "output_tps": round(total_out / span, 1),
         "hit_ratio": round(cached / prompt, 4) if prompt else None,
         "max_mean_load": round(max(counts) / statistics.mean(counts), 3) if any(counts) else None,
         "per_replica": counts,
@@ -57,7 +61,7 @@ def run_mode(mode: str, size: int, schedule, args) -> dict:
         with proxy(mode, endpoints) as url, bare_subscriber(endpoints) as bare:
             records = asyncio.run(replay(schedule, url, replicas, args.seed))
             kv = kv_proxy_figures(url) if mode == "kv" else None
-        out = summarize(records, replica_counts(replicas))
+        out = summarize(records, replica_counts(replicas), args.warmup)
     if kv is not None:
         out["event_lag_p50_ms"], out["event_lag_p99_ms"] = (
             kv["event_lag_p50_ms"],
@@ -92,7 +96,17 @@ def parse_args(argv):
     p.add_argument("--duration", type=float, default=40.0, help="seconds of arrivals per run")
     p.add_argument("--cache-blocks", type=int, default=None, help="override the preset's")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--keep", action="store_true", help="keep other sizes' results in fleet.json")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep fleet.json's other sizes and modes (a run per mode stays short)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        default=10.0,
+        help="seconds of arrivals left out of TTFT (each tenant's first prefill)",
+    )
     return p.parse_args(argv)
 
 
@@ -106,7 +120,8 @@ def main(argv: list[str] | None = None) -> dict:
         rate = args.rate_per_replica * size
         schedule = shared_context(args.tenants, args.context_tokens, rate, args.duration,
                                   seed=args.seed)  # fmt: skip
-        by_mode = {m: run_mode(m, size, schedule, args) for m in args.modes.split(",")}
+        by_mode = result["sizes"].get(str(size), {}).get("modes", {})
+        by_mode |= {m: run_mode(m, size, schedule, args) for m in args.modes.split(",")}
         result["sizes"][str(size)] = {"modes": by_mode, **ratios(by_mode)}
         brief = {m: (v["ttft_p90_ms"], v["output_tps"], v["hit_ratio"]) for m, v in by_mode.items()}
         print(size, "p90 ms, output tok/s, hit ratio:", brief, flush=True)
