@@ -103,6 +103,9 @@ class Forwarder:
         if route == "other":  # no stages (the key was checked on the head)
             return await self._pass_through(found, request_id, raw, headers, tenant)
         body = await self.parser.parse(raw, route)
+        previous = body.get("previous_response_id")
+        if found.route.owner == "creates" and isinstance(previous, str):
+            await self.owners.check(tenant, previous, "Previous response")
         ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
         await self.pipeline.run(ctx)
         return ctx
@@ -131,7 +134,7 @@ class Forwarder:
                        reply: Reply, path: str) -> None:  # fmt: skip
         await self.router.prepare(ctx)  # the kv_cache scorer's token ids, off the loop
         ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
-        if ctx.route == "other":
+        if ctx.route not in ("chat", "completions"):  # a pass-through, Responses or Messages
             path = _with_query(path, scope.get("query_string") or b"")
         headers = upstream_request_headers(scope["headers"], scope.get("client"), ctx.request_id)
         await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)

@@ -149,6 +149,8 @@ def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = Non
     _check_common(data, limits)
     if route == "chat":
         _check_messages(data.get("messages"), limits)
+    elif route in ("responses", "messages"):
+        pass  # vLLM's own request models check them; the adapters read what they find
     elif not _is_prompt(data.get("prompt")) and (
         data.get("prompt") is not None or data.get("prompt_embeds") is None  # null: absent
     ):

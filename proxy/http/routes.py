@@ -4,6 +4,8 @@ each pass-through route is sent to (built here, never from the client's bytes).
     kind         handled by                             upstream path
     chat         forwarder, with the pipeline           /v1/chat/completions
     completions  forwarder, with the pipeline           /v1/completions
+    responses    forwarder, with the pipeline           /v1/responses (proxy/prompt/responses.py)
+    messages     forwarder, with the pipeline           /v1/messages (proxy/prompt/anthropic.py)
     other        forwarder, relayed unchanged (a key)   the table's own path
     control      the FastAPI control app                (none)
 
@@ -49,7 +51,7 @@ _ID = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 @dataclass(frozen=True)
 class Route:
-    kind: str  # "chat" | "completions" | "other" (pass-through) | "control"
+    kind: str  # "chat" | "completions" | "responses" | "messages" | "other" | "control"
     methods: frozenset[str]
     keyed: bool = False  # control routes only: a valid key when tenancy is on
     salted: bool = False  # the tenant's cache_salt is written into the body
@@ -71,12 +73,12 @@ class Match:
 EXACT: dict[str, Route] = {
     "/v1/chat/completions": Route("chat", POST, salted=True),
     "/v1/completions": Route("completions", POST, salted=True),
-    "/v1/responses": Route("other", POST, salted=True, owner="creates"),
+    "/v1/responses": Route("responses", POST, salted=True, owner="creates"),
+    "/v1/messages": Route("messages", POST, salted=True),  # Anthropic Messages API
     **{
         path: Route("other", POST, salted=True)
         for path in (
             "/v1/chat/completions/batch",
-            "/v1/messages",  # Anthropic Messages API
             "/invocations",  # SageMaker: chat, completions or pooling, by the body
             "/v1/systemone",  # structured decisions
             "/generative_scoring",
