@@ -41,10 +41,11 @@ def test_memo_hits_across_two_instances(ragtrim):
         f"Note {tag}. The harbour hosts ferries to the northern beaches. Ferries run every "
         "half hour. The opera house stands nearby. Many visitors arrive by train.",
     ]
-    settings = {
+    settings = {  # the memo, not issue 29's stable forms (which would answer the repeat)
         "redis_url": "redis://127.0.0.1:6379/0",
-        "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5},
-    }
+        "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5,
+                        "stable": {"enabled": False}},
+    }  # fmt: skip
     with serving(StubVllm()) as stub:
         a, b = ragtrim([stub.url], **settings), ragtrim([stub.url], **settings)
         for proxy in (a, b):  # the first requests would find the model loading: wait
@@ -59,3 +60,26 @@ def test_memo_hits_across_two_instances(ragtrim):
     assert int(second.headers["x-ragtrim-tokens-after"]) < int(
         second.headers["x-ragtrim-tokens-before"]
     )
+
+
+def test_a_stable_form_is_shared_across_two_instances(ragtrim):
+    """Issue 29: the compressed form one replica stored in Redis is the bytes the other
+    sends for a follow-up over the same documents."""
+    tag = uuid.uuid4().hex[:8]
+    docs = [f"Report {tag}. The bridge was opened in 1932 after six years of work. It "
+            "carries eight lanes of traffic. Tourists walk across it every day.",
+            f"Note {tag}. The harbour hosts ferries to the northern beaches. Ferries run "
+            "every half hour. The opera house stands nearby."]  # fmt: skip
+    settings = {
+        "redis_url": "redis://127.0.0.1:6379/0",
+        "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5},
+    }
+    with serving(StubVllm()) as stub:
+        a, b = ragtrim([stub.url], **settings), ragtrim([stub.url], **settings)
+        for proxy in (a, b):
+            wait_compressor_ready(proxy.url)
+        first = httpx.post(f"{a.url}/v1/chat/completions", json=rag_body(docs), timeout=60)
+        again = httpx.post(f"{b.url}/v1/chat/completions", json=rag_body(docs), timeout=60)
+    assert again.headers["x-ragtrim-decision"].startswith("compress:stable")
+    sent = again.json()["echo"]["messages"][0]["content"]
+    assert sent == first.json()["echo"]["messages"][0]["content"]
