@@ -23,10 +23,12 @@ import asyncio
 import json
 import statistics
 
+from bench.lib import fleet_scale
 from bench.lib.common import RESULTS, ROOT, percentile, write_result
 from bench.lib.fleet_run import MODES, bare_subscriber, fleet, proxy, replay, replica_counts
 from bench.lib.fleet_workload import shared_context
 from bench.lib.prefix_kv import kv_proxy_figures
+from tests.doubles.kv_replica import FLEET_PRESETS
 
 TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
 PRESET = "qwen3-32b-2xh100"
@@ -86,6 +88,24 @@ def ratios(by_mode: dict) -> dict:
     return out
 
 
+def top_level(result: dict) -> dict:
+    """The issue's keys: ratios at 16 replicas (else the largest size), the worst kv event
+    lag beside the bare subscriber's, the index figures at 16 x the preset's blocks."""
+    sizes = result["sizes"]
+    key = "16" if "16" in sizes else max(sizes, key=int)
+    kv = [s["modes"]["kv"] for s in sizes.values() if "kv" in s["modes"]]
+    lags = [m["event_lag_p99_ms"] for m in kv if m.get("event_lag_p99_ms") is not None]
+    bare = [m["event_lag_p99_ms_bare_subscriber"] for m in kv
+            if m.get("event_lag_p99_ms_bare_subscriber") is not None]  # fmt: skip
+    scale = fleet_scale.measure(16, FLEET_PRESETS[PRESET].capacity_blocks)
+    out = {k: v for k, v in sizes[key].items() if k.startswith("kv_vs_")}
+    return {**out, "ratios_at_replicas": int(key), "scale": scale,
+            "kv_event_lag_p99_ms": max(lags, default=None),
+            "kv_event_lag_p99_ms_bare_subscriber": max(bare, default=None),
+            **{k: scale[k] for k in ("kv_index_bytes_per_block", "kv_lookup_us_per_request_p50",
+                                     "kv_consumer_cpu_ms_per_1k_events")}}  # fmt: skip
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="8,16")
@@ -112,7 +132,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    result = {"regime": "shared_context", "preset": PRESET, "args": vars(args), "sizes": {}}
+    result = {"regime": "shared_context", "preset": PRESET, "sizes": {}}
     old = RESULTS / "fleet.json"
     if args.keep and old.exists():  # runs of one size each stay under 3 minutes on 2 cores
         result["sizes"] = json.loads(old.read_text()).get("sizes", {})
@@ -122,9 +142,11 @@ def main(argv: list[str] | None = None) -> dict:
                                   seed=args.seed)  # fmt: skip
         by_mode = result["sizes"].get(str(size), {}).get("modes", {})
         by_mode |= {m: run_mode(m, size, schedule, args) for m in args.modes.split(",")}
-        result["sizes"][str(size)] = {"modes": by_mode, **ratios(by_mode)}
+        run = {k: v for k, v in vars(args).items() if k not in ("sizes", "modes", "keep")}
+        result["sizes"][str(size)] = {"modes": by_mode, "run": run, **ratios(by_mode)}
         brief = {m: (v["ttft_p90_ms"], v["output_tps"], v["hit_ratio"]) for m, v in by_mode.items()}
         print(size, "p90 ms, output tok/s, hit ratio:", brief, flush=True)
+    result |= top_level(result)
     write_result("fleet", result)
     last = result["sizes"][args.sizes.split(",")[-1]]
     print(f"fleet shared-context at {args.sizes.split(',')[-1]} replicas: "
