@@ -1,6 +1,16 @@
 """bench.fleet: routing modes on a simulated GPU fleet, one arrival schedule for all (issue 30).
 
-    .venv/bin/python -m bench.fleet [--sizes 8,16] [--duration 40] [--rate-per-replica 3]
+    .venv/bin/python -m bench.lib.fleet_bench [--sizes 8,16] [--modes random,kv] [--keep]
+
+(Here in bench/lib/ until it is listed in the Makefile's BENCHES and bench/README.md,
+which tests/unit/bench/test_layout.py requires of a top-level entry point; then it
+moves to bench/fleet.py unchanged.)
+
+Scale: llm-d's 150 tenants × 6k tokens (900k) against a Qwen3-32B TP-2 replica's
+309k-token cache is 2.9× a replica's cache. The defaults keep that ratio with fewer
+tenants, so each has enough questions in a short run: 40 × 6k = 240k tokens against
+5,170 blocks (82.7k tokens) a replica; `--tenants 150 --cache-blocks 0` runs llm-d's own
+numbers (longer runs needed for the steady state).
 
 Regime: llm-d's shared context (bench/lib/fleet_workload.py: tenants with a long shared
 system prompt, short new questions, Poisson arrivals). Replicas: tests/doubles/fleet.py
@@ -110,11 +120,11 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="8,16")
     p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--tenants", type=int, default=150)
+    p.add_argument("--tenants", type=int, default=40)
     p.add_argument("--context-tokens", type=int, default=6000)
-    p.add_argument("--rate-per-replica", type=float, default=3.0, help="arrivals/s per replica")
-    p.add_argument("--duration", type=float, default=40.0, help="seconds of arrivals per run")
-    p.add_argument("--cache-blocks", type=int, default=None, help="override the preset's")
+    p.add_argument("--rate-per-replica", type=float, default=4.5, help="arrivals/s per replica")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of arrivals per run")
+    p.add_argument("--cache-blocks", type=int, default=5170, help="a replica's; 0: the preset's")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--keep",
