@@ -1,10 +1,6 @@
 """bench.fleet: routing modes on a simulated GPU fleet, one arrival schedule for all (issue 30).
 
-    .venv/bin/python -m bench.lib.fleet_bench [--sizes 8,16] [--modes random,kv] [--keep]
-
-(Here in bench/lib/ until it is listed in the Makefile's BENCHES and bench/README.md,
-which tests/unit/bench/test_layout.py requires of a top-level entry point; then it
-moves to bench/fleet.py unchanged.)
+    .venv/bin/python -m bench.fleet [--sizes 8,16] [--modes random,kv] [--keep]
 
 Scale: llm-d's 150 tenants × 6k tokens (900k) against a Qwen3-32B TP-2 replica's
 309k-token cache is 2.9× a replica's cache. The defaults keep that ratio with fewer
