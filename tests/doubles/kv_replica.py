@@ -42,9 +42,7 @@ GiB (torch total_memory), so 71.3 GiB usable. Model shapes from their config.jso
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +53,7 @@ from tests.doubles.kv_publisher import (
     KVCacheEvent,
     ZmqPublisher,
 )
-from tests.doubles.prefill_sim import PrefixCache, render_chat
+from tests.doubles.prefill_sim import PrefixCache
 from tests.doubles.sched_sim import PRESETS, Scheduler, SchedVllm, Seq, StepLaw
 from tests.doubles.stub_vllm import _json
 
@@ -142,22 +140,10 @@ class KvScheduler(Scheduler):
         """The prompt's ids as vLLM's OpenAI server makes them."""
         tok = self.chat_tokenizer
         if tok is None:
-            text = render_chat(req.get("messages") or []) if chat else str(req.get("prompt", ""))
-            return self.tokenize(text)
+            return super().tokens_of(req, chat)
         if not chat:
             return tok.encode(str(req.get("prompt", "")), special=True)
         return tok.chat(req)  # its system-prompt cache encodes a long shared context once
-
-    async def serve(self, req: dict, chat: bool) -> tuple[int, int]:
-        loop = asyncio.get_running_loop()
-        decode = max(1, int(req.get("max_tokens") or 16))
-        seq = Seq(self.tokens_of(req, chat), req.get("cache_salt"), decode, time.monotonic(),
-                  loop.create_future(), loop.create_future())  # fmt: skip
-        self.waiting.append(seq)
-        if self._loop is None or self._loop.done():
-            self._loop = asyncio.create_task(self._run())
-        await asyncio.shield(seq.first_token if req.get("stream") else seq.done)
-        return len(seq.tokens), seq.cached
 
     def advance(self, work: list[tuple[Seq, int]], end: float) -> None:
         super().advance(work, end)

@@ -115,13 +115,18 @@ class Scheduler:
         self.sums = {name: [0.0, 0] for name in HISTOGRAMS}  # name: [sum, count]
         self.counters = dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "steps"), 0)
 
+    def tokens_of(self, req: dict, chat: bool) -> list[int]:
+        """The prompt's token ids (the ChatML-like rendering; kv_replica.py overrides it
+        with the model's own chat template)."""
+        text = render_chat(req.get("messages") or []) if chat else str(req.get("prompt", ""))
+        return self.tokenize(text)
+
     async def serve(self, req: dict, chat: bool) -> tuple[int, int]:
         """Queue one request; (prompt, cached) tokens once its first token exists
         (non-streamed: once it finished decoding, as vLLM answers then)."""
-        text = render_chat(req.get("messages") or []) if chat else str(req.get("prompt", ""))
         loop = asyncio.get_running_loop()
         decode = max(1, int(req.get("max_tokens") or 16))
-        seq = Seq(self.tokenize(text), req.get("cache_salt"), decode, time.monotonic(),
+        seq = Seq(self.tokens_of(req, chat), req.get("cache_salt"), decode, time.monotonic(),
                   loop.create_future(), loop.create_future())  # fmt: skip
         self.waiting.append(seq)
         if self._loop is None or self._loop.done():
