@@ -29,6 +29,7 @@ from cache.forwarded import ForwardedRecord, Receipt
 from cache.prompt_blocks import Blocks
 from cache.stable_forms import FormKey, StableForm
 from proxy.routing.endpoint import EndpointPool
+from proxy.usage import reported_cached_tokens
 
 
 @dataclass
@@ -40,6 +41,7 @@ class CachePlan:
     form: StableForm | None
     original: Blocks
     original_held: int  # leading tokens of the client's prompt the best backend holds
+    form_blocks: Blocks | None = None  # the stored form's, when there is one
     sent: Blocks | None = None  # the blocks of what went upstream (None: nothing to record)
     receipt: Receipt | None = field(default=None, repr=False)
 
@@ -70,13 +72,5 @@ class CacheView:
         it reported corrects the record's horizon."""
         if plan is None or plan.receipt is None:
             return
-        self.record.confirm(plan.receipt, reported_cached(usage))
+        self.record.confirm(plan.receipt, reported_cached_tokens(usage))
         plan.receipt = None  # confirmed once
-
-
-def reported_cached(usage: dict | None) -> int | None:
-    """`cached_tokens` when vLLM reported it (--enable-prompt-tokens-details), else None:
-    an absent figure must not read as "nothing was cached" and shorten horizons."""
-    details = (usage or {}).get("prompt_tokens_details")
-    value = details.get("cached_tokens") if isinstance(details, dict) else None
-    return int(value) if isinstance(value, int | float) and value >= 0 else None

@@ -63,6 +63,15 @@ def cached_tokens(usage: dict[str, Any] | None) -> int:
     return int(details.get("cached_tokens") or 0)
 
 
+def reported_cached_tokens(usage: dict[str, Any] | None) -> int | None:
+    """`cached_tokens` when vLLM reported it (--enable-prompt-tokens-details), else None:
+    an absent figure must not read as "nothing was cached" (issue 29's record of
+    forwarded prompts would shorten its horizons)."""
+    details = (usage or {}).get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else None
+    return int(value) if isinstance(value, int | float) and value >= 0 else None
+
+
 def usage_from_chunks(chunks: Sequence[bytes]) -> tuple[Any, bool]:
     """(the raw `usage` value of a JSON body, whether the key was there), decoding only
     a window after the last `"usage":` key; chunks are scanned from the end, and no

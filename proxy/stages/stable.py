@@ -102,7 +102,9 @@ class StableCompression:
             in_context = min(prices.context_tokens, max(0, held - int(start / cpt)))
             return Choice("fresh", held=in_context)
         form_text = cache_text(ctx.prompt, seg, form.texts) or ""
-        form_held = self.view.held(self.view.blocks(ctx.tenant, form_text, partition, cpt))
+        form_blocks = self.view.blocks(ctx.tenant, form_text, partition, cpt)
+        ctx.cache_plan.form_blocks = form_blocks
+        form_held = self.view.held(form_blocks)
         uncached, form_uncached = len(text) / cpt - held, len(form_text) / cpt - form_held
         detail = f"uncached={uncached:.0f},form={form_uncached:.0f}"
         if uncached <= form_uncached:
@@ -170,6 +172,9 @@ class StableCompression:
             return
         if texts == seg.texts:
             plan.sent = plan.original
+            return
+        if plan.form is not None and texts == list(plan.form.texts):  # hashed in `choose`
+            plan.sent = plan.form_blocks
             return
         text = cache_text(ctx.prompt, seg, texts)
         if text:
