@@ -123,7 +123,7 @@ async def _cold_warm(compressor, cases: list[RagCase], rate: float, warm_reps: i
     from cache.features import FeatureCache
     from cache.memo import ChunkMemo
     from cache.store import MemoryStore
-    from proxy.engine import CompressionEngine
+    from proxy.compression.engine import CompressionEngine
 
     written: list[int] = []
     features = FeatureCache(MemoryStore(), on_write=written.append)

@@ -8,7 +8,7 @@ leading tokens of this prompt does backend X hold?"; this module computes them.
 
 Two kinds of units, one chain (the caller picks by what it has):
 - token ids (`Sequence[int]`): exact, block for block as vLLM hashes them. Use them
-  where they exist already (proxy/chat_tokens.py, computed for KV routing).
+  where they exist already (proxy/routing/kv/chat_tokens.py, computed for KV routing).
 - text (`str`): the prompt's characters in fixed blocks of `block_size` ×
   TEXT_CHARS_PER_TOKEN characters, a block of about `block_size` tokens. Approximate,
   and the default for the gate: it decides before routing on every request with a

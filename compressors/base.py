@@ -82,7 +82,7 @@ class Compressor(Protocol):
     question_aware:  True when the output depends on the question (memo key includes it)
     fingerprint():   stable string of every setting that changes the output
     prior_ms_per_1k: cost per 1k cold tokens the cost gate assumes until it has
-                     measured this compressor (proxy/gate.py): the compressor knows
+                     measured this compressor (proxy/gate/decide.py): the compressor knows
                      its own cost, so no table of names elsewhere has to
     """
 

@@ -5,9 +5,9 @@ expository prose with numbers, names and a date, ~450 tokens in all, and one que
 Long enough that a forward pass dominates the timing, short enough that measuring costs
 well under a second on a GPU and a few seconds on a CPU. Two users, one workload:
 - `precision="auto"` (_precision.py) times the precisions on it at load;
-- the proxy's engine compresses it at start-up (proxy/engine.py `calibrate`), so the
+- the proxy's engine compresses it at start-up (proxy/compression/engine.py `calibrate`), so the
   cost gate's first decisions use this machine's cost instead of the compressor's
-  prior, and again while the gate skips for cost (proxy/recalibration.py). Priors are
+  prior, and again while the gate skips for cost (proxy/compression/recalibration.py). Priors are
   figures from one machine; measured in bench.ttft_sim, the extractive
   prior of 0.12 ms per token against ≈ 0.5 here made a run's first request 1.5× slower
   than direct. A failure only leaves the prior in place.

@@ -1,7 +1,7 @@
 """Grow a stable compressed form so that it answers a new question, keeping its bytes.
 
 Why (issue 29): a follow-up over the same documents must hit vLLM's prefix cache on
-the compressed form sent before (proxy/stages/stable.py reuses it byte for byte), yet
+the compressed form sent before (proxy/compression/stable.py reuses it byte for byte), yet
 the form was selected for the earlier questions and may lack what the new one needs.
 Selecting afresh for each question rewrote the documents every turn: no prefix hit
 past the static prefix, follow-ups ×3.9 slower than direct. So the new question's own
@@ -27,7 +27,7 @@ its own document's form text or in the last one (where earlier growth put it).
 Sentences are the compressor's units (compressors/sentences.py); for a compressor
 that does not cut at sentences (LLMLingua-2 drops words) a "sentence" of its output is
 rarely found verbatim, so the form grows by most of that output: correct, but reuse
-pays little, and the gate prices it (proxy/stages/stable.py).
+pays little, and the gate prices it (proxy/compression/stable.py).
 """
 
 from __future__ import annotations

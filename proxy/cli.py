@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def serve(settings: Settings) -> int:
     import logging
 
-    from proxy.workers import Supervisor, run_one
+    from proxy.server.workers import Supervisor, run_one
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     if settings.workers > 1:

@@ -13,24 +13,25 @@ from dataclasses import dataclass
 from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
 from compressors import Compressor
-from proxy.accesslog import AccessLog, access_logger
-from proxy.accounting import Accounting, known_tenants
-from proxy.admission import Admission
-from proxy.backend_metrics import MetricsScraper
-from proxy.compression_parts import make_engine, make_gate, make_stable
-from proxy.engine import CompressionEngine
-from proxy.feedback import Feedback
-from proxy.forward import Forwarder
-from proxy.gate import CostGate
-from proxy.ingest import Ingest
+from proxy.backends.discovery import Discovery, DnsTarget, make_resolver, split_backends
+from proxy.backends.endpoint import EndpointPool
+from proxy.backends.health import HealthChecker
+from proxy.backends.scrape import MetricsScraper
+from proxy.backends.warmup import Warmer
+from proxy.compression.engine import CompressionEngine
+from proxy.compression.ingest import Ingest
+from proxy.compression.parts import make_engine, make_gate, make_stable
+from proxy.compression.recalibration import Recalibration
+from proxy.compression.stable import StableCompression
+from proxy.compression.token_counter import TargetTokenCounter
+from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
-from proxy.operations import Operations
-from proxy.owners import ResponseOwners
-from proxy.pipeline import Pipeline, Stage
 from proxy.prompt.segment import Segmenter
-from proxy.protocol import RequestParser
-from proxy.ratelimit import RateLimiter
-from proxy.recalibration import Recalibration
+from proxy.request.admission import Admission
+from proxy.request.forward import Forwarder
+from proxy.request.parse import RequestParser
+from proxy.request.pipeline import Pipeline, Stage
+from proxy.response.feedback import Feedback
 from proxy.response.hooks import (
     FeedbackHook,
     HeadersHook,
@@ -40,24 +41,23 @@ from proxy.response.hooks import (
     UsageHook,
 )
 from proxy.response.path import ResponsePath
-from proxy.routing.discovery import Discovery, DnsTarget, make_resolver, split_backends
-from proxy.routing.endpoint import EndpointPool
-from proxy.routing.health import HealthChecker
 from proxy.routing.kv.service import KvRouting, build_kv
 from proxy.routing.registry import build_router
 from proxy.settings import CompressionSettings, Settings
+from proxy.stages.ask_usage import UsageStage
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.compress import CompressStage
 from proxy.stages.options import OptionsStage
 from proxy.stages.quota import QuotaCheck, QuotaStage
 from proxy.stages.segment import SegmentStage
-from proxy.stages.stable import StableCompression
 from proxy.stages.tenant import TenantStage
-from proxy.stages.usage import UsageStage
+from proxy.telemetry.accesslog import AccessLog, access_logger
 from proxy.telemetry.tracing import build_tracing
-from proxy.token_counter import TargetTokenCounter
+from proxy.telemetry.wrap import Operations
+from proxy.tenancy.accounting import Accounting, known_tenants
+from proxy.tenancy.owners import ResponseOwners
+from proxy.tenancy.rate_limits import RateLimiter
 from proxy.upstream.transport import AiohttpTransport, Transport
-from proxy.warmup import Warmer
 
 log = logging.getLogger("ragtrim")
 

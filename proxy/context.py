@@ -20,15 +20,15 @@ The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from proxy.http.routes import Match
-from proxy.options import RequestOptions
+from cache.forwarded import Receipt
+from cache.prompt_blocks import Blocks
+from cache.stable_forms import FormKey, StableForm
+from proxy.http.route_table import Match
 from proxy.prompt.body import Prompt, prompt_for
+from proxy.prompt.ragtrim_options import RequestOptions
 from proxy.prompt.segment import Segmentation
-
-if TYPE_CHECKING:  # the plan's module reads the pool: no import at run time
-    from proxy.cache_view import CachePlan
 
 
 @dataclass
@@ -64,3 +64,17 @@ class RequestContext:
     def upstream_body(self) -> bytes:
         """The bytes sent upstream: the client's own bytes unless a stage changed the body."""
         return self.prompt.encode(self.raw)
+
+
+@dataclass
+class CachePlan:
+    """One request's view of the prefix cache (RequestContext.cache_plan): written by the
+    compress stage, read by the response hooks."""
+
+    key: FormKey | None
+    form: StableForm | None
+    original: Blocks
+    original_held: int  # leading tokens of the client's prompt the best backend holds
+    form_blocks: Blocks | None = None  # the stored form's, when there is one
+    sent: Blocks | None = None  # the blocks of what went upstream (None: nothing to record)
+    receipt: Receipt | None = field(default=None, repr=False)

@@ -32,6 +32,7 @@ and exception text; the backend's status is in the 502's message and the log.
 from __future__ import annotations
 
 import json
+import traceback
 
 
 class ProxyError(Exception):
@@ -153,3 +154,14 @@ class NoHealthyBackend(UpstreamError):
 
 class UpstreamTimeout(UpstreamError):
     status, code, kind = 504, "upstream_timeout", "timeout"
+
+
+def describe_error(exc: BaseException, with_text: bool) -> str:
+    """An exception for a log line. Its message may quote the prompt (a KeyError on a
+    document, a tokenizer complaining about a span), so unless `with_text` only its
+    type and the line that raised it are shown."""
+    if with_text:
+        return repr(exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}"

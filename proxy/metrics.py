@@ -33,7 +33,7 @@ class Metrics:
         self.in_flight = Gauge("ragtrim_in_flight", "Requests in progress", registry=r)
         self.http_refused = Counter(
             "ragtrim_http_refused",
-            "Requests the HTTP edge refused or cut (proxy/http/protocol.py), by reason",
+            "Requests the HTTP edge refused or cut (proxy/http/edge.py), by reason",
             ["reason"],
             registry=r,
         )
@@ -105,7 +105,7 @@ class Metrics:
         self.compress_decisions = Counter(
             "ragtrim_compress_decisions", "Cost-gate decisions", ["action"], registry=r
         )
-        self.stable_choices = Counter(  # issue 29: proxy/stages/stable.py
+        self.stable_choices = Counter(  # issue 29: proxy/compression/stable.py
             "ragtrim_stable_choices", "Cache-aware choices: cached (the client's prompt), "
             "reused (a compressed form as sent before), grown, first", ["choice"], registry=r,
         )  # fmt: skip
@@ -221,7 +221,7 @@ class Metrics:
 
     def _tenant_instruments(self, r: CollectorRegistry) -> None:
         """Per tenant (issue 22); the label is bounded to the configured tenants, any
-        other name is counted as "other" (proxy/accounting.py)."""
+        other name is counted as "other" (proxy/tenancy/accounting.py)."""
         self.tenant_requests = Counter(
             "ragtrim_tenant_requests", "Requests answered by a backend, per tenant", ["tenant"],
             registry=r,
@@ -279,7 +279,7 @@ class _PoolCollector:
         )  # fmt: skip
         prefill = GaugeMetricFamily(
             "ragtrim_backend_prefill_ms_per_token", "Each backend's learned prefill law "
-            "(proxy/prefill_cost.py), once measured", labels=["backend"],
+            "(proxy/gate/prefill_law.py), once measured", labels=["backend"],
         )  # fmt: skip
         for ep in self.pool.endpoints:
             in_flight.add_metric([ep.url], ep.in_flight)

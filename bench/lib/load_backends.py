@@ -102,7 +102,7 @@ def ragtrim(backend: str, core: int | None, env: dict[str, str]) -> Iterator[str
 
 def wait_idle(backend: str, timeout: float = 120.0) -> bool:
     """Until the backend reports nothing waiting or running (its queue drained)."""
-    from proxy.backend_metrics import GAUGES, parse_gauges
+    from proxy.backends.scrape import GAUGES, parse_gauges
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

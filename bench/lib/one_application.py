@@ -47,7 +47,7 @@ from bench.lib.common import ROOT, free_port, percentile, spawn_ragtrim, stop
 from bench.lib.prefix_kv import kv_env, kv_proxy_figures, kv_replicas, kv_top_level, lag_probe
 from bench.lib.prefix_workload import OBJECTS, SUBJECTS, VERBS, judge, system_prompt
 from bench.lib.vllm_pair import BLOCK, MODEL_DIR, SERVED, one_request
-from proxy.chat_tokens import ChatTokenizer
+from proxy.routing.kv.chat_tokens import ChatTokenizer
 
 MODES = ("roundrobin", "rendezvous", "kv")
 BASE_ENV = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}

@@ -54,7 +54,7 @@ class CompressionLimitSettings(BaseModel):
 
 class StableSettings(BaseModel):
     """Cache-aware compression (issue 29): price only the tokens a backend has not cached,
-    and reuse a document set's compressed form byte for byte (proxy/stages/stable.py)."""
+    and reuse a document set's compressed form byte for byte (proxy/compression/stable.py)."""
 
     enabled: bool = Field(
         True,
@@ -133,7 +133,7 @@ class CompressionSettings(BaseModel):
         ge=0,
         description="While the cost gate skips for cost and no compression has taught it "
         "for this long, the start-up calibration runs again in a worker "
-        "(proxy/recalibration.py); 0 = never.",
+        "(proxy/compression/recalibration.py); 0 = never.",
     )
     gil_switch_ms: float = Field(
         5.0,

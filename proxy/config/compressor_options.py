@@ -2,7 +2,7 @@
 `options.tokenizer_path` was silently ignored).
 
 The proxy builds three constructor arguments itself: `count_tokens` from
-`compression.tokenizer` (or the backend model's own tokenizer: proxy/token_counter.py),
+`compression.tokenizer` (or the backend model's own tokenizer: proxy/compression/token_counter.py),
 which is why a `tokenizer_path` entry never took effect, and `device` from
 `compression.device` (dropped for compressors without torch). An entry naming one of
 them, or one the compressor has no parameter for, would change nothing, so ragtrim

@@ -37,7 +37,7 @@ class HealthSettings(BaseModel):
 
 
 class UpstreamSettings(BaseModel):
-    """Limits on what a backend may send back (proxy/upstream/answer.py, proxy/sse.py)."""
+    """Limits on what a backend may send back (proxy/upstream/answer.py, proxy/response/sse.py)."""
 
     max_response_bytes: int = Field(
         64 << 20,
@@ -83,7 +83,7 @@ class DiscoverySettings(BaseModel):
 
 
 class HttpSettings(BaseModel):
-    """Limits on the client side of the HTTP edge (proxy/http/protocol.py)."""
+    """Limits on the client side of the HTTP edge (proxy/http/edge.py)."""
 
     max_headers: int = Field(
         100, ge=1, description="Most header fields in a request head (431 above)."
@@ -115,7 +115,7 @@ class RequestLimitSettings(BaseModel):
     """Caps on a request's shape (issue 33): every one bounds work that grows with the
     body (parsing, checks, canonicalization, token estimates, encoding), so that one
     request cannot hold the event loop. Over a cap: a 400 or 413 in the envelope, with
-    `param` naming the field where one can be named (proxy/protocol.py)."""
+    `param` naming the field where one can be named (proxy/request/parse.py)."""
 
     max_json_values: int = Field(
         300_000,

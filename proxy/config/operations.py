@@ -17,7 +17,7 @@ class AccessLogSettings(BaseModel):
 class TelemetrySettings(BaseModel):
     """Sizes of what logs and traces carry (issue 33: a 1 MB model name made a 1 MB log
     line and span attribute; a 60 KB x-request-id was logged, traced and echoed):
-    proxy/telemetry/bounded.py."""
+    proxy/http/capped.py."""
 
     max_value_chars: int = Field(
         256,
@@ -34,7 +34,7 @@ class TelemetrySettings(BaseModel):
 
 
 class AccountingSettings(BaseModel):
-    """Per-tenant usage counters in the shared store (proxy/accounting.py)."""
+    """Per-tenant usage counters in the shared store (proxy/tenancy/accounting.py)."""
 
     enabled: bool = Field(
         True, description="Count requests and tokens per tenant, per day and month."
@@ -54,7 +54,7 @@ class TenantQuota(BaseModel):
 
 
 class QuotaSettings(BaseModel):
-    """Per-tenant limits shared by every replica (proxy/ratelimit.py): a fixed window
+    """Per-tenant limits shared by every replica (proxy/tenancy/rate_limits.py): a fixed window
     aligned to the Redis server's clock, one atomic Lua script per request."""
 
     requests_per_minute: int = Field(

@@ -6,7 +6,7 @@ paths because the raw path was relayed and the HTTP client resolved `..` (RFC 39
 §5.2.4), and an encoded `%3F` became a real query. Here nothing is resolved: a `.` or
 `..` segment, or a character that would change a URL's meaning once decoded (`?`, `#`,
 `\\`, `%` left over from double encoding, control characters), makes the path unroutable
-(a 404 in the envelope). Routing is then an exact lookup in proxy/http/routes.py.
+(a 404 in the envelope). Routing is then an exact lookup in proxy/http/route_table.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """JSON bytes for request bodies: orjson's speed with integers beyond 64 bits kept exact.
 
 orjson reads an integer beyond 64 bits as a float and refuses to write one, so such a
-body is parsed by the stdlib (proxy/protocol.py) with those integers as `BigInt`, and
+body is parsed by the stdlib (proxy/request/parse.py) with those integers as `BigInt`, and
 written here by orjson, which hands them back as their exact digits. The stdlib
 encoder it replaces took 68 ms on a 14 MB body in one call that holds the GIL (issue
 33); the proxy writes bodies on the event loop.

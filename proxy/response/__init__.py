@@ -1,9 +1,9 @@
 """The response half of a request, as a pipeline of hooks (issue 21), mirroring the
-request stages (proxy/pipeline.py).
+request stages (proxy/request/pipeline.py).
 
 path.py   `ResponsePath.relay`: the one call the forwarder makes after ranking. It
           drives the exchange (failover, accept, deadlines, close: proxy/upstream/),
-          relays SSE chunk by chunk or a JSON body whole (proxy/relay.py), and calls
+          relays SSE chunk by chunk or a JSON body whole (proxy/response/relay.py), and calls
           the hooks at their points. Errors are raised, never returned.
 hooks.py  the hooks ragtrim ships: usage, response headers, TTFT/TPOT, feedback.
 

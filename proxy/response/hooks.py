@@ -2,7 +2,7 @@
 (the points are listed in proxy/response/__init__.py; the order of the list is
 `make_hooks` in proxy/components.py).
 
-- `UsageHook`: vLLM's usage, from the SSE stream (the usage tap, proxy/usage.py) or
+- `UsageHook`: vLLM's usage, from the SSE stream (the usage tap, proxy/response/usage_tap.py) or
   from a whole JSON body, kept only when sane; `x-ragtrim-cached-tokens` on a JSON
   answer; bad usage counted, never raised (issue 23).
 - `HeadersHook`: `x-request-id`, `x-ragtrim-backend` (off by default with tenants)
@@ -10,10 +10,10 @@
 - `TimingHook`: a streamed answer's TTFT and TPOT per backend, from the exchange's
   own chunk times (recorded once, in proxy/upstream/exchange.py).
 - `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
-  prefix registry (proxy/feedback.py).
+  prefix registry (proxy/response/feedback.py).
 - `OwnerHook`: the tenant of each response id /v1/responses answers with (issue 33).
 - `PrefixRecordHook`: what was sent to which backend, and what vLLM then reported it
-  held, into the record of forwarded prompts (issue 29: proxy/cache_view.py).
+  held, into the record of forwarded prompts (issue 29: proxy/compression/cache_view.py).
 
 Pass-through routes (`route == "other"`) get the headers and their owner record and
 nothing else: their bodies are not OpenAI completions, so there is no usage to read or
@@ -29,27 +29,28 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from proxy.cache_view import CacheView
+from proxy.compression.cache_view import CacheView
 from proxy.context import RequestContext
 from proxy.errors import UpstreamError
 from proxy.metrics import Metrics
-from proxy.owners import ResponseOwners
 from proxy.response.ids import ResponseIdTap, body_id
-from proxy.upstream.exchange import Exchange
-from proxy.upstream.headers import RawHeaders
-from proxy.usage import (
+from proxy.response.usage_tap import (
     MessagesUsageTap,
     ResponsesUsageTap,
     UsageTap,
     cached_tokens,
     messages_usage,
+    reported_cached_tokens,
     responses_usage,
     sane_usage,
     usage_from_chunks,
 )
+from proxy.tenancy.owners import ResponseOwners
+from proxy.upstream.exchange import Exchange
+from proxy.upstream.headers import RawHeaders
 
 # The APIs whose usage comes unasked, in their own names: the stream tap that reads it
-# and the renaming to chat's names (proxy/usage.py).
+# and the renaming to chat's names (proxy/response/usage_tap.py).
 _OWN_USAGE = MappingProxyType(
     {
         "responses": (ResponsesUsageTap, responses_usage),
@@ -142,7 +143,7 @@ class FeedbackHook:
 class OwnerHook:
     """The tenant of every response id a /v1/responses answer names (issue 33), from
     the JSON body's `id` or the stream's `response.created` event (proxy/response/ids.py):
-    later GETs, cancels and continuations are checked against it (proxy/owners.py).
+    later GETs, cancels and continuations are checked against it (proxy/tenancy/owners.py).
     Only the `creates` routes of the table, only answers of 200, only with tenants."""
 
     def __init__(self, owners: ResponseOwners):
@@ -185,4 +186,4 @@ class PrefixRecordHook:
 
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
         if error is None:
-            self.view.confirm(ctx.cache_plan, ex.usage)
+            self.view.confirm(ctx.cache_plan, reported_cached_tokens(ex.usage))

@@ -7,7 +7,7 @@ forwarder makes into the response half.
            →  Exchange.close (released or aborted, errors counted)  →  hooks.done
 
 Errors travel one way: raised. An upstream failure before the first byte becomes
-its status in the envelope (proxy/forward.py answers it); after it, the same raise
+its status in the envelope (proxy/request/forward.py answers it); after it, the same raise
 ends the SSE stream with an error event (`Reply.error`), never a silent truncation.
 A client that leaves cancels the work (`race_disconnect`), counted by phase; a
 server stopping at its drain deadline ends an open stream with `shutting_down`.
@@ -24,11 +24,11 @@ from collections.abc import Sequence
 
 from starlette.types import Receive
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import ShuttingDown
 from proxy.metrics import Metrics
-from proxy.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
-from proxy.routing.endpoint import Endpoint
+from proxy.response.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.settings import TimeoutSettings, UpstreamSettings
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.transport import Transport

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 
 _PERSON = b"ragtrim-hrw-v1"  # blake2b personalisation: a version for the hash itself
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 
 
 def load_bound(in_flight: Sequence[int], epsilon: float, min_in_flight: int = 0) -> int:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest, NoHealthyBackend, NotFound, Overloaded
-from proxy.routing.endpoint import Endpoint
 
 
 class Healthy:

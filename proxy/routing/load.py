@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 
 
 class LeastLoaded:

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from proxy.backends.endpoint import Endpoint
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import HasRoom, Healthy, ServesModel
 from proxy.routing.kv.cost import KvCostPicker
 from proxy.routing.kv.picker import KvBoundedLoad

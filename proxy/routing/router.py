@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 
 
 class Filter(Protocol):

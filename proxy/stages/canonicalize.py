@@ -5,7 +5,7 @@ compressing documents never moves it, while canonicalizing would shift document
 offsets — this order needs no offset bookkeeping.
 
 A body above `offload_bytes` is canonicalized in a worker thread (issue 33: 300k system
-messages held the loop 1.7 s here); the shape caps of proxy/protocol.py bound the
+messages held the loop 1.7 s here); the shape caps of proxy/request/parse.py bound the
 messages and tools it walks, and its steps are short calls that let the loop in.
 """
 

@@ -1,6 +1,6 @@
 """Compress stage: shrink each context document, memoized, off the loop, fail open.
 
-The budget is the request's own (proxy/options.py) or the settings' rate. The gate
+The budget is the request's own (proxy/prompt/ragtrim_options.py) or the settings' rate. The gate
 decides whether compressing pays off for this request.
 
 The gate's token count is an estimate from characters, with the target tokenizer's
@@ -10,7 +10,7 @@ the count) and an exact count on the event loop cost ~2.4 ms per 2k tokens, whic
 requests the gate skips paid as pure overhead (serialised at concurrency 4).
 No request teaches it for others (issue 33): per tenant, from the documents the
 compressor tokenized (never memo hits), on visible characters, clamped and aged
-(proxy/token_estimate.py); the gate's laws likewise learn per tenant (proxy/gate.py).
+(proxy/gate/token_estimate.py); the gate's laws likewise learn per tenant (proxy/gate/decide.py).
 
 No silent loss of context (issue 23): a context beyond `compression.limits` is
 forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, long
@@ -19,7 +19,7 @@ and a compression that would forward an empty context where the client sent one 
 discarded (`failed-open:emptied`, counted): the original goes upstream.
 
 Never cost a cache hit (issue 29): with `compression.stable` on, the prefix cache has
-its say first (proxy/stages/stable.py): the client's prompt when a backend holds it
+its say first (proxy/compression/stable.py): the client's prompt when a backend holds it
 (`skip:cached`), a compressed form of these documents sent before, byte for byte
 (`compress:stable`), grown when the question needs more (`compress:stable-grown`).
 """
@@ -31,16 +31,16 @@ import logging
 from dataclasses import dataclass, field
 
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
+from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
+from proxy.compression.recalibration import Recalibration
+from proxy.compression.stable import Choice, Prices, StableCompression
 from proxy.context import RequestContext
-from proxy.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
-from proxy.gate import CostGate, Decision
+from proxy.errors import describe_error
+from proxy.gate.decide import CostGate, Decision
+from proxy.gate.token_estimate import TokenEstimate, visible_chars
 from proxy.metrics import Metrics
-from proxy.pipeline import describe_error
-from proxy.recalibration import Recalibration
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.segment import within_limits
-from proxy.stages.stable import Choice, Prices, StableCompression
-from proxy.token_estimate import TokenEstimate, visible_chars
 
 log = logging.getLogger("ragtrim.compress")
 
@@ -132,7 +132,7 @@ class CompressStage:
 
     async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
                       rate: float) -> Choice:  # fmt: skip
-        """The prefix cache's say (proxy/stages/stable.py); "fresh" without it."""
+        """The prefix cache's say (proxy/compression/stable.py); "fresh" without it."""
         if self.stable is None:
             return Choice("fresh")
         tenant = ctx.tenant

@@ -1,10 +1,11 @@
-"""Options stage: ragtrim's own request options (proxy/options.py), validated on every
-request; the `ragtrim` body field is taken out of the body (it never reaches vLLM)."""
+"""Options stage: ragtrim's own request options (proxy/prompt/ragtrim_options.py),
+validated on every request; the `ragtrim` body field is taken out of the body (it never
+reaches vLLM)."""
 
 from __future__ import annotations
 
 from proxy.context import RequestContext
-from proxy.options import BODY_FIELD, read_options
+from proxy.prompt.ragtrim_options import BODY_FIELD, read_options
 
 
 class OptionsStage:

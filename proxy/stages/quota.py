@@ -1,4 +1,4 @@
-"""Quota stages: the tenant's shared limits (proxy/ratelimit.py), checked twice.
+"""Quota stages: the tenant's shared limits (proxy/tenancy/rate_limits.py), checked twice.
 
 `QuotaCheck` runs before segmentation and counts nothing: the request must fit with
 what compression cannot shrink (token ids, tools, tool calls, content parts, schemas,
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 
-from proxy.accounting import tenant_label
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.ratelimit import PromptSize, RateLimited, RateLimiter, Verdict, prompt_size
+from proxy.tenancy.accounting import tenant_label
+from proxy.tenancy.rate_limits import PromptSize, RateLimited, RateLimiter, Verdict, prompt_size
 
 
 class QuotaStage:

@@ -21,8 +21,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
+from proxy.compression.limits import cap_question, check_documents
 from proxy.context import RequestContext
-from proxy.errors import InvalidRequest, PayloadTooLarge
 from proxy.prompt.segment import Segmentation, Segmenter
 from proxy.settings import CompressionLimitSettings, RequestLimitSettings
 
@@ -55,38 +55,9 @@ def capped_question(seg: Segmentation, cap: int) -> Segmentation:
     return dataclasses.replace(seg, question=cap_question(seg.question, cap))
 
 
-def cap_question(question: str, cap: int) -> str:
-    """At most `cap` characters: the head and the tail, joined by a line break."""
-    if len(question) <= cap:
-        return question
-    head = cap // 2
-    return question[:head] + "\n" + question[len(question) - (cap - head - 1) :]
-
-
 def _named(field: Any) -> list[Any]:
     docs = field.get("documents") if isinstance(field, dict) else None
     return docs if isinstance(docs, list) else []
-
-
-def check_documents(docs: list[Any], limits: CompressionLimitSettings, param: str) -> None:
-    """400 for more than max_documents, 413 for a document or a total too long."""
-    if len(docs) > limits.max_documents:
-        raise InvalidRequest(
-            f"{param}: {len(docs)} documents, at most {limits.max_documents} "
-            "(compression.limits.max_documents)", param=param, code="too_many_documents",
-        )  # fmt: skip
-    sizes = [len(d) for d in docs if isinstance(d, str)]
-    longest = max(sizes, default=0)
-    if longest > limits.max_document_chars:
-        raise PayloadTooLarge(
-            f"{param}: a document of {longest} characters, at most "
-            f"{limits.max_document_chars} (compression.limits.max_document_chars)", param=param,
-        )  # fmt: skip
-    if sum(sizes) > limits.max_request_chars:
-        raise PayloadTooLarge(
-            f"{param}: {sum(sizes)} characters in all, at most {limits.max_request_chars} "
-            "(compression.limits.max_request_chars)", param=param,
-        )  # fmt: skip
 
 
 def within_limits(texts: list[str], limits: CompressionLimitSettings) -> bool:

@@ -1,6 +1,6 @@
 """The per-request record the telemetry middleware keeps while a request runs.
 
-The middleware (proxy/middleware/telemetry.py) creates it when a request arrives; the
+The middleware (proxy/telemetry/middleware.py) creates it when a request arrives; the
 pipeline binds the request's context to it, and the forwarder's feedback (through
 `ObservedFeedback`) adds the backend, vLLM's usage and the TTFT once the answer is in.
 The middleware then reads it once, for the access log, the server span and accounting.

@@ -1,6 +1,6 @@
 """OpenTelemetry traces, exported over OTLP/HTTP (the optional `otel` extra).
 
-    server span   POST /v1/chat/completions   (proxy/middleware/telemetry.py)
+    server span   POST /v1/chat/completions   (proxy/telemetry/middleware.py)
     ├── ragtrim.segment                        the template found
     ├── ragtrim.compress                       decision, tokens before/after
     ├── ragtrim.quota                          the tenant's remaining quota
@@ -22,7 +22,7 @@ Attributes never carry prompt text: the stage spans copy the x-ragtrim-* values 
 stage set (template names, decisions, counts), the server span the route, the model
 and the tenant. Off (the default), none of this is imported or called.
 
-Bounded (issue 33, proxy/telemetry/bounded.py): the server span is named from the
+Bounded (issue 33, proxy/http/capped.py): the server span is named from the
 route table (`POST /v1/responses/{id}`, `GET unmatched`), never the raw path; every
 string attribute is cut to `telemetry.max_value_chars`, marked. The client's trace
 context (and with it its sampled flag) is continued only for a request the tenant
@@ -37,8 +37,8 @@ import time
 from typing import Any
 
 from proxy.context import RequestContext
+from proxy.http.capped import capped, capped_all, method_name, route_name
 from proxy.settings import TelemetrySettings, TracingSettings
-from proxy.telemetry.bounded import capped, capped_all, method_name, route_name
 
 log = logging.getLogger("ragtrim.tracing")
 TRACED_STAGES = frozenset({"segment", "compress", "quota"})  # the ones that cost time

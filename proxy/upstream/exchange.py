@@ -40,7 +40,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from proxy.errors import (
     LocalResourceError,
@@ -51,8 +51,6 @@ from proxy.errors import (
     UpstreamTooLarge,
 )  # fmt: skip
 from proxy.metrics import Metrics
-from proxy.relay import ChunkFilter
-from proxy.routing.endpoint import Endpoint
 from proxy.settings import TimeoutSettings
 from proxy.upstream.answer import Expect, refusal
 from proxy.upstream.headers import header_value
@@ -71,9 +69,9 @@ class Exchange:
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
         self.head_timeout = timeouts.total if whole_answer else timeouts.first_byte
         self.method, self.path, self.body, self.headers = method, path, body, headers
-        self.endpoint: Endpoint | None = None
+        self.endpoint: Backend | None = None
         self.response: UpstreamResponse | None = None
-        self._slot: Endpoint | None = None  # whose in-flight count this exchange holds
+        self._slot: Backend | None = None  # whose in-flight count this exchange holds
         self.sent_at = self.first_chunk_at = self.last_chunk_at = 0.0
         self._complete = False
         self.tap: ChunkFilter | None = None  # an SSE answer's filter (a response hook's)
@@ -100,7 +98,7 @@ class Exchange:
         assert self.response is not None
         return header_value(self.response.headers, b"content-type").startswith(b"text/event-stream")
 
-    async def open(self, ranked: Sequence[Endpoint]) -> None:
+    async def open(self, ranked: Sequence[Backend]) -> None:
         """Send to the ranked endpoints in order until one answers for good."""
         last: UpstreamError | None = None
         for i, ep in enumerate(ranked):
@@ -132,7 +130,7 @@ class Exchange:
         assert last is not None, "open() needs at least one endpoint"
         raise last
 
-    async def _send(self, ep: Endpoint) -> UpstreamResponse:
+    async def _send(self, ep: Backend) -> UpstreamResponse:
         self.sent_at = time.perf_counter()
         with upstream_errors(ep.url, "before first byte"):
             async with asyncio.timeout(self.head_timeout):
@@ -210,7 +208,7 @@ class Exchange:
             self._count_error(error)  # failures before the answer were counted in open()
         self._give_back()
 
-    def _take(self, ep: Endpoint) -> None:
+    def _take(self, ep: Backend) -> None:
         self.endpoint = self._slot = ep
         ep.take()
 
@@ -222,3 +220,28 @@ class Exchange:
     def _count_error(self, exc: ProxyError) -> None:
         if self.counted and isinstance(exc, UpstreamError):
             self.metrics.upstream_errors.labels(self.endpoint.url, exc.kind).inc()
+
+
+class Backend(Protocol):
+    """What an exchange needs of a backend: its address, whether it left the pool, its
+    in-flight slot and its health verdicts (proxy/backends/endpoint.py `Endpoint` is the
+    one implementation; upstream/ stays below backends/, which calls it for scrapes)."""
+
+    url: str
+    left: bool
+
+    def take(self) -> None: ...
+
+    def give_back(self) -> None: ...
+
+    def refuses(self) -> None: ...
+
+    def passed(self) -> None: ...
+
+
+class ChunkFilter(Protocol):
+    """Sees every chunk on its way out; may hold back a partial event until flush()."""
+
+    def __call__(self, chunk: bytes) -> bytes: ...
+
+    def flush(self) -> bytes: ...

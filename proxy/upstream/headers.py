@@ -6,7 +6,7 @@ backend, where any log or tracer of vLLM's could keep it): `authorization` and t
 other key headers clients send are never forwarded. ragtrim has no key of its own for
 the backends (its health checks, scrapes and warm-up send none, so a vLLM behind it
 runs without --api-key, reachable only from ragtrim). The request id the backend sees
-is ragtrim's, bounded (proxy/telemetry/bounded.py), never the client's raw header."""
+is ragtrim's, bounded (proxy/http/capped.py), never the client's raw header."""
 
 from __future__ import annotations
 

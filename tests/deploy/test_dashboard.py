@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm

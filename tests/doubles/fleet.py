@@ -80,7 +80,7 @@ class Fleet:
     def _chat_tokenizer(self):
         if not self.tokenizer:
             return None
-        from proxy.chat_tokens import ChatTokenizer
+        from proxy.routing.kv.chat_tokens import ChatTokenizer
 
         return ChatTokenizer(self.tokenizer)
 

@@ -18,7 +18,7 @@ Block hashes are the simulator's own (chained blake2b, sent as unsigned 64-bit i
 like vLLM 0.32's); ragtrim never reads
 vLLM's (they are random per process): it re-hashes token ids and extra keys
 (proxy/routing/kv/chain.py). Token ids: with a tokenizer dir, vLLM's chat path
-(the template rendered, then encoded without special tokens) as proxy/chat_tokens.py
+(the template rendered, then encoded without special tokens) as proxy/routing/kv/chat_tokens.py
 computes it (checked against vLLM's /tokenize in tests/integration/test_kv_events.py),
 and /tokenize answers the same ids; without one, word tokens.
 
@@ -126,7 +126,7 @@ class KvScheduler(Scheduler):
     """A Scheduler whose steps publish their KV events (one batch a step)."""
 
     publisher: ZmqPublisher | None = None
-    chat_tokenizer: Any = None  # proxy.chat_tokens.ChatTokenizer, or None for word tokens
+    chat_tokenizer: Any = None  # routing.kv.chat_tokens.ChatTokenizer, or None: word tokens
     evicted: int = field(default=0)
 
     def reset(self) -> None:

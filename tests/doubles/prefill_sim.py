@@ -18,7 +18,7 @@ produce logits); every full block is then stored, least recently used evicted be
 Tokens: a local Hugging Face `tokenizer.json` when given (the benchmark gives the same
 one to ragtrim, so both count alike), else words and punctuation as tokens.
 `metrics_text()` renders the series vLLM 0.32 exports that ragtrim reads
-(proxy/backend_metrics.py) plus the prefix-cache counters.
+(proxy/backends/scrape.py) plus the prefix-cache counters.
 """
 
 from __future__ import annotations

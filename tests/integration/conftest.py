@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from deploy.local import vllm_server
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.support.servers import ServerThread, free_port, serving
 

@@ -28,7 +28,7 @@ import httpx
 import pytest
 import uvicorn
 
-from proxy.routing.discovery import NameserverResolver
+from proxy.backends.discovery import NameserverResolver
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port
 

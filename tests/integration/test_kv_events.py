@@ -20,11 +20,11 @@ import zmq
 import zmq.asyncio
 
 from deploy.local import vllm_server
-from proxy.chat_tokens import RequestTokens
+from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.context import RequestContext
 from proxy.prompt.segment.frameworks import read_texts
-from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.chain import chain, request_extras
+from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.subscriber import KvSubscriber

@@ -9,8 +9,8 @@ import redis
 
 from cache.store import RedisStore
 from proxy.metrics import Metrics
-from proxy.ratelimit import RateLimiter
 from proxy.settings import QuotaSettings
+from proxy.tenancy.rate_limits import RateLimiter
 
 pytestmark = pytest.mark.integration
 URL = "redis://127.0.0.1:6379/0"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.support.servers import serving
 

@@ -10,7 +10,7 @@ from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
 from compressors import FastExtractiveCompressor, HFTokenCounter
-from proxy.engine import CompressionEngine
+from proxy.compression.engine import CompressionEngine
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration

@@ -128,7 +128,7 @@ def rag_body() -> dict:
 
 def _settled_reports(proxies, key: str, requests: int, wait_s: float = 5.0) -> list[dict]:
     """Each replica's /v1/ragtrim/usage once the last request is counted: accounting
-    runs after the response's last byte (proxy/middleware/telemetry.py), so a client
+    runs after the response's last byte (proxy/telemetry/middleware.py), so a client
     that asks at once may be ahead of the counter by one request."""
     deadline = time.monotonic() + wait_s
     while True:

@@ -3,7 +3,7 @@
 vLLM's own /openapi.json is compared with the committed route list
 (tests/fixtures/vllm_openapi_routes.json): a route a new vLLM adds fails here, not a
 silent 404 in ragtrim (regenerate the fixture with tests/support/vllm_openapi_routes.py,
-then relay it or leave it out with a reason in proxy/http/routes.py). Every route that
+then relay it or leave it out with a reason in proxy/http/route_table.py). Every route that
 vLLM serves and ragtrim relays answers through ragtrim with vLLM's own status, and the
 new generation routes give vLLM's own answer."""
 
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from deploy.local import vllm_server
-from proxy.http import routes
+from proxy.http import route_table
 from tests.support import vllm_openapi_routes as fixture
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def test_the_committed_list_is_what_the_installed_vllm_registers():
 
 
 def relayed(method: str, path: str) -> bool:
-    found = routes.match(path.replace("{id}", "resp_missing"))
+    found = route_table.match(path.replace("{id}", "resp_missing"))
     return found is not None and found.route.kind != "control" and method in found.route.methods
 
 
@@ -61,14 +61,14 @@ def test_every_served_route_ragtrim_relays_answers_with_vllms_own_status(vllm_ti
     checked = []
     for method, path in sorted(served(vllm_tiny.base_url)):
         if not relayed(method, path):
-            assert path in routes.LEFT_OUT or routes.match(path) is not None, path
+            assert path in route_table.LEFT_OUT or route_table.match(path) is not None, path
             continue
         url = path.replace("{id}", "resp_missing")
         body = None if method == "GET" else {"max_tokens": 1}  # invalid everywhere: no generation
         direct = httpx.request(method, vllm_tiny.base_url + url, json=body, timeout=120)
         proxied = httpx.request(method, proxy.url + url, json=body, timeout=120)
         assert proxied.status_code == direct.status_code, (path, proxied.text, direct.text)
-        if routes.match(url).route.kind == "other":  # relayed as is: vLLM's own error
+        if route_table.match(url).route.kind == "other":  # relayed as is: vLLM's own error
             assert proxied.json() == direct.json(), path
         checked.append(path)
     assert {"/v1/messages", "/v1/messages/count_tokens", "/invocations"} <= set(checked)

@@ -59,3 +59,54 @@ def test_the_layer_check_sees_imports():
         "proxy.prompt.segment.model"
         in imported_modules("proxy/prompt/segment")["proxy/prompt/segment/splice.py"]
     )
+
+
+# proxy/'s packages and top-level modules, highest first: each may import only those after
+# it (issue 32). Type-only imports count: a TYPE_CHECKING import is still an arrow.
+LAYERS = [
+    "__main__", "cli", "server", "components", "request", "telemetry", "integrations",
+    "response", "stages", "routing", "compression", "backends", "context", "http",
+    "tenancy", "upstream", "settings", "config", "prompt", "errors", "metrics", "gate",
+]  # fmt: skip
+TOP_LEVEL = {"__init__", "__main__", "cli", "components", "context", "errors", "metrics",
+             "settings"}  # fmt: skip
+
+
+def unit_of(module: str) -> str:
+    """proxy.routing.kv.scorer -> routing; proxy.errors -> errors."""
+    return module.split(".")[1]
+
+
+def proxy_arrows() -> set[tuple[str, str, str]]:
+    """(importer unit, imported unit, importing file) for every arrow between units."""
+    arrows = set()
+    for path, names in imported_modules("proxy").items():
+        here = unit_of(path.removesuffix(".py").replace("/", "."))
+        for name in names:
+            if name.startswith("proxy.") and unit_of(name) != here:
+                arrows.add((here, unit_of(name), path))
+    return arrows
+
+
+def test_proxy_packages_are_layered():
+    """No package imports one above it, so there is no circle between them either."""
+    units = {unit_of(m) for m in (f"proxy.{p.stem}" for p in (ROOT / "proxy").iterdir())}
+    assert units - {"__init__", "__pycache__"} <= set(LAYERS)
+    upward = sorted(
+        (path, above)
+        for here, above, path in proxy_arrows()
+        if LAYERS.index(above) <= LAYERS.index(here)
+    )
+    assert not upward
+
+
+def test_proxy_top_level_holds_only_the_roots():
+    """The composition root, settings, CLI, errors, metrics and context; the rest is in
+    a package named for its concept."""
+    modules = {p.stem for p in (ROOT / "proxy").glob("*.py")}
+    assert modules == TOP_LEVEL
+
+
+def test_the_layer_order_sees_an_upward_import():
+    assert ("backends", "gate", "proxy/backends/endpoint.py") in proxy_arrows()
+    assert LAYERS.index("backends") < LAYERS.index("gate")

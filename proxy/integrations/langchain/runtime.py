@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from cache.store import MemoryStore, RedisStore
 from compressors import ApproxTokenCounter, HFTokenCounter
-from proxy.compression_parts import make_engine
-from proxy.engine import CompressionEngine
+from proxy.compression.engine import CompressionEngine
+from proxy.compression.parts import make_engine
 from proxy.prompt.segment import Segmentation, Segmenter, apply_chat, apply_prompt
 from proxy.settings import Settings, load_settings
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.picker import Held, Stakes
 
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.endpoint import Endpoint
 
 # A replica that evicted nothing for a minute has room: vLLM drops a cached block when
 # it reuses it for a new one (vllm/v1/core/block_pool.py _maybe_evict_cached_block);

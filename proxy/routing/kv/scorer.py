@@ -5,7 +5,7 @@
 counting from the first block and stopping at the first miss: vLLM's prefix cache
 reuses a block only when every block before it is reused too. The request's blocks are
 ragtrim's chain hashes (proxy/routing/kv/chain.py) over its token ids as vLLM
-tokenizes them (proxy/chat_tokens.py), with its cache_salt in the first block's extra
+tokenizes them (proxy/routing/kv/chat_tokens.py), with its cache_salt in the first block's extra
 keys as vLLM puts it there, so another tenant's identical prompt scores 0. The block
 size is each backend's own, from its events.
 
@@ -46,11 +46,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from proxy.chat_tokens import RequestTokens
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, hrw_weight
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.chain import block_hash, chain, request_extras
+from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, Stakes
 

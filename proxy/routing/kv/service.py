@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from proxy.chat_tokens import RequestTokens
+from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
 from proxy.routing.kv.picker import Stakes
 from proxy.routing.kv.subscriber import Hooks

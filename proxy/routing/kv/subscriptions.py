@@ -3,7 +3,7 @@
 Event endpoints follow the backend's address: `http://10.0.0.5:8000` publishes on
 `tcp://10.0.0.5:<kv_events.port>` and replays on `tcp://10.0.0.5:<replay_port>` (vLLM
 binds `tcp://*:<port>`), unless `kv_events.endpoints` names that backend's own.
-DNS discovery (proxy/routing/discovery.py) replaces the pool's list as replicas join
+DNS discovery (proxy/backends/discovery.py) replaces the pool's list as replicas join
 and leave; every `interval` seconds the subscribers are reconciled with it: a joiner
 is subscribed, a leaver's subscriber stops and its blocks are forgotten. Each
 subscriber runs on its own thread (proxy/routing/kv/subscriber.py says why); the
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import zmq
 
-from proxy.routing.endpoint import EndpointPool
+from proxy.backends.endpoint import EndpointPool
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.subscriber import POLL_MS, Hooks, KvSubscriber
 from proxy.settings import KvEventsSettings

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.support.servers import ServerThread, serving
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 import zmq
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.subscriber import KvSubscriber
@@ -86,7 +86,7 @@ MODEL_DIR = Path(__file__).resolve().parents[3] / ".models" / "smollm2-135m-inst
 
 @pytest.mark.skipif(not (MODEL_DIR / "tokenizer.json").exists(), reason="make setup's model")
 async def test_replica_tokenizes_as_ragtrims_scorer_does():
-    from proxy.chat_tokens import ChatTokenizer, vllm_messages
+    from proxy.routing.kv.chat_tokens import ChatTokenizer, vllm_messages
 
     async with Fleet(1, tokenizer=str(MODEL_DIR)) as fleet, httpx.AsyncClient(timeout=30) as c:
         ids = (await c.post(f"{fleet.urls[0]}/tokenize", json=BODY)).json()["tokens"]

@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from proxy.backend_metrics import parse_totals, sample_between
+from proxy.backends.scrape import parse_totals, sample_between
 from tests.doubles.prefill_sim import PrefillSim, PrefixCache
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving

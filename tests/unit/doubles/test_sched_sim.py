@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from proxy.backend_metrics import parse_gauges, parse_totals
+from proxy.backends.scrape import parse_gauges, parse_totals
 from tests.doubles.sched_sim import PRESETS, Scheduler, SchedVllm, Seq, StepLaw
 from tests.support.servers import serving
 

@@ -5,7 +5,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import ServerThread, serving

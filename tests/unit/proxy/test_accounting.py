@@ -1,15 +1,15 @@
-"""Accounting's pieces (proxy/accounting.py): periods and keys, bounded labels, what
-one request adds, costs; the access log's line (proxy/accesslog.py)."""
+"""Accounting's pieces (proxy/tenancy/accounting.py): periods and keys, bounded labels, what
+one request adds, costs; the access log's line (proxy/telemetry/accesslog.py)."""
 
 from datetime import UTC, datetime
 
 from cache.store import MemoryStore
-from proxy.accesslog import line_of
-from proxy.accounting import Accounting, counts_of, known_tenants, periods, tenant_label
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.settings import AccountingSettings, TenancySettings
+from proxy.telemetry.accesslog import line_of
 from proxy.telemetry.record import RequestRecord
+from proxy.tenancy.accounting import Accounting, counts_of, known_tenants, periods, tenant_label
 
 TENANCY = TenancySettings(api_keys={"k1": "acme", "k2": "globex"}, salt_secret="x" * 20)
 

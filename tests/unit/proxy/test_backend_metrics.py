@@ -1,5 +1,5 @@
 """The gate learns prefill cost without streaming clients: vLLM's metrics, read after
-responses (proxy/backend_metrics.py), and streamed TTFTs (proxy/feedback.py); the `auto`
+responses (proxy/backends/scrape.py), and streamed TTFTs (proxy/response/feedback.py); the `auto`
 policy end to end through the app."""
 
 import uuid
@@ -7,7 +7,7 @@ import uuid
 import httpx
 import pytest
 
-from proxy.backend_metrics import parse_totals, sample_between
+from proxy.backends.scrape import parse_totals, sample_between
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
@@ -106,8 +106,8 @@ async def _scraper(status: int | None, page: bytes = b""):
     """A scraper over the Transport seam; `status` None: the read fails locally (EMFILE)."""
     import errno
 
-    from proxy.backend_metrics import MetricsScraper
-    from proxy.routing.endpoint import EndpointPool
+    from proxy.backends.endpoint import EndpointPool
+    from proxy.backends.scrape import MetricsScraper
     from tests.unit.proxy.doubles import HandlerTransport
 
     async def answer(method, url, headers, body):

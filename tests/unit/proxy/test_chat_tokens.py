@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.chat_tokens import ChatTokenizer, RequestTokens, vllm_messages
-from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.routing.kv.chat_tokens import ChatTokenizer, RequestTokens, vllm_messages
 
 TINY = Path(__file__).resolve().parents[3] / ".models" / "tiny-llama"
 pytestmark = pytest.mark.skipif(not (TINY / "tokenizer.json").exists(), reason="make setup")

@@ -28,7 +28,7 @@ RATE = {"x-ragtrim-rate": "0.3"}
 
 @pytest.fixture(scope="module")
 def proxy(static_model, tmp_path_factory):  # noqa: F811
-    from proxy.app import create_app
+    from proxy.server.app import create_app
     from proxy.settings import Settings
     from tests.doubles.stub_vllm import StubVllm
     from tests.support.servers import serving

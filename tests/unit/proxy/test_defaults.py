@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from proxy.settings import Settings
 
-ROOTS = ("proxy.components", "proxy.compression_parts", "proxy.routing.registry",
+ROOTS = ("proxy.components", "proxy.compression.parts", "proxy.routing.registry",
          "proxy.integrations.langchain.runtime")  # fmt: skip
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore
-from proxy.engine import CompressionBusy, CompressionEngine
-from proxy.gate import CostGate
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.engine import CompressionBusy, CompressionEngine
+from proxy.gate.decide import CostGate
 from tests.support.waiting import until
 from tests.unit.proxy.doubles import HalfWords
 
@@ -129,7 +130,13 @@ def test_warm_up_measures_the_compressor_for_the_gate():
         await e.warm()
         c = e.calibration
         assert c.misses == 4 and c.tokens_before > 250 and c.work_ms >= 50  # ~280 words
-        g = CostGate("auto", prior_ms_per_1k=120.0, min_context_tokens=0, max_added_ms=1e4)
+        g = CostGate(
+            "auto",
+            prior_ms_per_1k=120.0,
+            min_context_tokens=0,
+            max_added_ms=1e4,
+            pool=EndpointPool(),
+        )
         g.observe_compression(c)
         assert c.ms >= c.work_ms  # the hand-off to the worker and back counts too
         assert g.compressor_ms_per_token() == pytest.approx((c.ms - c.wait_ms) / c.tokens_before)

@@ -15,7 +15,7 @@ from compressors import (
     Protector,
     split_sentences,
 )
-from proxy.engine import CompressionEngine
+from proxy.compression.engine import CompressionEngine
 from tests.unit.proxy.doubles import HalfWords
 
 

@@ -11,7 +11,7 @@ from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
 from compressors import FastExtractiveCompressor, HFTokenCounter
-from proxy.engine import CompressionEngine
+from proxy.compression.engine import CompressionEngine
 from tests.support.servers import free_port
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
 

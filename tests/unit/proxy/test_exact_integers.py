@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from proxy.prompt.body import prompt_for
-from proxy.protocol import parse_body
+from proxy.request.parse import parse_body
 
 BIG = [10**20, -(2**63) - 1, 2**64, 123456789012345678901234567890]
 

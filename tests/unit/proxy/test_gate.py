@@ -4,9 +4,9 @@ import statistics
 
 import pytest
 
-from proxy.gate import CostGate
-from proxy.prefill_cost import PrefillLaw
-from proxy.routing.endpoint import EndpointPool
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
+from proxy.gate.prefill_law import PrefillLaw
 
 
 def gate(**kw) -> CostGate:
@@ -165,7 +165,7 @@ def test_vllm_metrics_outrank_ttfts_and_a_ttft_teaches_its_tenant_only():
 
 
 def test_prefill_law_is_clamped_to_its_band():
-    from proxy.prefill_cost import BAND
+    from proxy.gate.prefill_law import BAND
 
     slow, fast = PrefillLaw(), PrefillLaw()
     for tokens in (500, 1000):

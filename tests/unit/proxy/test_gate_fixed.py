@@ -1,4 +1,4 @@
-"""The gate prices a compression job's fixed part (proxy/job_cost.py): a small context at
+"""The gate prices a compression job's fixed part (proxy/gate/job_cost.py): a small context at
 GPU speed does not pay for the hand-off, splitting and splicing every job costs, while a
 big one still does. Measured by the issue-18 rerun: a 450–650-token job took 19 ms where
 a per-token rate predicted ~7."""
@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from proxy.gate import CostGate
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Out:
 
 def gate() -> CostGate:
     return CostGate("auto", prior_ms_per_1k=10.0, min_context_tokens=0, max_added_ms=1e9,
-                    prior_prefill_ms_per_token=0.03, cores=2)  # fmt: skip
+                    prior_prefill_ms_per_token=0.03, cores=2, pool=EndpointPool())  # fmt: skip
 
 
 def learned() -> CostGate:

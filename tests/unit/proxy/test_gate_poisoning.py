@@ -14,7 +14,7 @@ What B's decision must be, per attack:
 - the prefill law (TTFTs inflated by A's own queueing): the same as without the attack,
   to the byte, on a backend with vLLM's prefill metrics and on one without.
 
-A's own poisoned values come back within 60 s (proxy/learning.py `MAX_AGE_S`), shown
+A's own poisoned values come back within 60 s (proxy/gate/learning.py `MAX_AGE_S`), shown
 with a fake clock.
 """
 
@@ -24,10 +24,10 @@ import pytest
 
 from cache.store import MemoryStore
 from compressors.tokens import ApproxTokenCounter
-from proxy.compression_parts import make_engine, make_gate
-from proxy.feedback import Feedback
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.parts import make_engine, make_gate
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import EndpointPool
+from proxy.response.feedback import Feedback
 from proxy.settings import Settings
 from proxy.stages.compress import CompressStage
 
@@ -75,12 +75,12 @@ class Proxy:
         return ctx.response_headers["x-ragtrim-decision"]
 
     def vllm_metrics(self, ms_per_token: float) -> None:
-        """Samples from the backend's own prefill metrics (proxy/backend_metrics.py)."""
+        """Samples from the backend's own prefill metrics (proxy/backends/scrape.py)."""
         for tokens in (500, 1000, 2000):
             self.feedback.prefill_sample(BACKEND, tokens, 5 + tokens * ms_per_token)
 
     def streamed(self, tenant: str, tokens: int, ttft_ms: float) -> None:
-        """A streamed answer's usage and TTFT (proxy/feedback.py)."""
+        """A streamed answer's usage and TTFT (proxy/response/feedback.py)."""
         self.feedback.observe(Ctx(tenant), BACKEND, {"prompt_tokens": tokens}, ttft_ms)
 
 
@@ -108,7 +108,7 @@ def padded(pad: str, salt: str = "", count: int = 30_000) -> list[str]:
 @pytest.mark.parametrize("pad", [" ", "\u00a0", ". "], ids=["spaces", "nbsp", "dots"])
 def test_padded_documents_ingested_then_named_leave_b_as_it_was(pad):
     """The probe's shape: /v1/compress of padded documents (engine.compress, as
-    proxy/ingest.py calls it), then ~40 chat requests naming them (memo hits)."""
+    proxy/compression/ingest.py calls it), then ~40 chat requests naming them (memo hits)."""
 
     async def attack(proxy: Proxy) -> None:
         docs = padded(pad)

@@ -1,14 +1,14 @@
 """The gate knows the backend's queue: under requests waiting, a removed token saves its
-own prefill and the wait of every request behind it (proxy/gate.py, BackendQueue); the
-gauges come from vLLM's /metrics (proxy/backend_metrics.py). Both directions, unit and app."""
+own prefill and the wait of every request behind it (proxy/gate/decide.py, BackendQueue); the
+gauges come from vLLM's /metrics (proxy/backends/scrape.py). Both directions, unit and app."""
 
 import uuid
 
 import httpx
 
-from proxy.gate import CostGate
-from proxy.prefill_cost import BackendQueue, queue_multiplier
-from proxy.routing.endpoint import EndpointPool
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
+from proxy.gate.prefill_law import BackendQueue, queue_multiplier
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving

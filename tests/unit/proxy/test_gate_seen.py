@@ -3,7 +3,8 @@ seen rate, unseen at the cold rate, all scaled by the compressions in flight per
 
 from dataclasses import dataclass
 
-from proxy.gate import CostGate
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
 
 
 @dataclass
@@ -20,7 +21,7 @@ class Out:
 def gate(**kw) -> CostGate:
     args = {"prior_ms_per_1k": 10.0, "min_context_tokens": 0, "max_added_ms": 1e9,
             "prior_prefill_ms_per_token": 0.03, "prior_seen_ms_per_1k": 1.0,
-            "cores": 2}  # fmt: skip
+            "cores": 2, "pool": EndpointPool()}  # fmt: skip
     return CostGate("auto", **{**args, **kw})
 
 

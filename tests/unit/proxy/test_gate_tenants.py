@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from proxy.gate import CostGate
-from proxy.learning import PerTenant
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
+from proxy.gate.learning import PerTenant
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Out:
 
 def gate() -> CostGate:
     return CostGate("auto", prior_ms_per_1k=10.0, min_context_tokens=0, max_added_ms=1e9,
-                    prior_prefill_ms_per_token=0.1)  # fmt: skip
+                    prior_prefill_ms_per_token=0.1, pool=EndpointPool())  # fmt: skip
 
 
 def test_the_questions_part_is_not_the_contexts_cost():

@@ -196,13 +196,13 @@ def test_healthz_answers_within_50_ms_meanwhile(hostile):
     stall = _parse_stall_s()
     if stall > 0.025:
         pytest.skip(f"parse_json alone holds the loop {stall * 1000:.0f} ms on a 2 MB body "
-                    "(proxy/protocol.py), before any of the work this test bounds")  # fmt: skip
+                    "(proxy/request/parse.py), before any work this test bounds")  # fmt: skip
     limit = 0.05 + hostile["idle_healthz_p95_s"]
     assert all(row["healthz_p95_s"] < limit for row in _rows(hostile).values()), hostile
 
 
 def _parse_stall_s() -> float:
-    from proxy.protocol import parse_json
+    from proxy.request.parse import parse_json
 
     raw = json.dumps(_shapes()["absent_20k_documents"][0]).encode()
     best = float("inf")

@@ -3,8 +3,8 @@ three 5 MB bodies each got 429, then kept the process busy for ~4 minutes)."""
 
 import pytest
 
+from proxy.compression.ingest import Ingest
 from proxy.errors import Overloaded
-from proxy.ingest import Ingest
 from proxy.settings import CompressionLimitSettings
 
 

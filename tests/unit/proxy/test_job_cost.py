@@ -1,9 +1,9 @@
-"""A compression job's cost law (proxy/job_cost.py): a fixed part plus a rate per token,
+"""A compression job's cost law (proxy/gate/job_cost.py): a fixed part plus a rate per token,
 robust to stalled jobs, the ratio alone when the sizes do not spread."""
 
 import pytest
 
-from proxy.job_cost import JobCost, fit
+from proxy.gate.job_cost import JobCost, fit
 
 
 def test_fits_the_fixed_part_and_the_rate():
@@ -48,7 +48,7 @@ def test_tiny_or_negative_samples_are_ignored():
 
 
 def test_the_prefill_law_is_the_slope_of_the_same_fit_and_no_law_at_zero():
-    from proxy.prefill_cost import PrefillLaw
+    from proxy.gate.prefill_law import PrefillLaw
 
     job, law = JobCost(), PrefillLaw()
     for tokens, ms in ((1000, 40.0), (2000, 20.0), (4000, 30.0)):  # median slope < 0
@@ -71,8 +71,8 @@ class Clock:
 
 
 def test_each_part_is_clamped_to_its_physical_band():
-    """Issue 33: a job law is clamped (proxy/job_cost.py says where the bounds come from)."""
-    from proxy.job_cost import MAX_FIXED_MS, MAX_MS_PER_TOKEN
+    """Issue 33: a job law is clamped (proxy/gate/job_cost.py says where the bounds come from)."""
+    from proxy.gate.job_cost import MAX_FIXED_MS, MAX_MS_PER_TOKEN
 
     fixed = JobCost()
     for tokens in (100, 1000, 4000):  # 400 ms whatever the size: a giant question's part
@@ -84,7 +84,7 @@ def test_each_part_is_clamped_to_its_physical_band():
 
 
 def test_samples_age_out_so_a_poisoned_law_recovers_within_60_s():
-    from proxy.learning import MAX_AGE_S
+    from proxy.gate.learning import MAX_AGE_S
 
     clock = Clock()
     law = JobCost(clock=clock)

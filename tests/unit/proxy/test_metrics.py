@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from proxy.backends.endpoint import EndpointPool
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import EndpointPool
 
 
 def lines(metrics: Metrics, name: str) -> list[str]:

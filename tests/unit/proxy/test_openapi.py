@@ -1,6 +1,6 @@
 """The served OpenAPI document asks for what parse_body asks for (issue 31)."""
 
-from proxy.openapi import openapi_document
+from proxy.server.openapi import openapi_document
 
 
 def test_model_is_optional_and_a_completion_takes_prompt_or_prompt_embeds():

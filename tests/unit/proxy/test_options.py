@@ -6,7 +6,7 @@ import math
 import pytest
 
 from proxy.errors import InvalidRequest
-from proxy.options import read_options
+from proxy.prompt.ragtrim_options import read_options
 
 
 @pytest.mark.parametrize(

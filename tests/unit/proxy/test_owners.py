@@ -1,4 +1,4 @@
-"""Issue 33: the tenant → response id record (proxy/owners.py) and the ids read from
+"""Issue 33: the tenant → response id record (proxy/tenancy/owners.py) and the ids read from
 /v1/responses answers (proxy/response/ids.py), called directly."""
 
 import asyncio
@@ -8,9 +8,9 @@ import pytest
 
 from cache.store import MemoryStore
 from proxy.errors import NotFound
-from proxy.owners import ResponseOwners
 from proxy.response.ids import WINDOW, ResponseIdTap, body_id
 from proxy.settings import TenancySettings
+from proxy.tenancy.owners import ResponseOwners
 
 TENANCY = TenancySettings(api_keys={"key-a": "acme", "key-b": "globex"},
                           salt_secret="owners-secret-16+", response_owners=2)  # fmt: skip

@@ -20,7 +20,7 @@ from proxy.components import build
 from proxy.context import RequestContext
 from proxy.prompt.body import strip_multipart_tags
 from proxy.prompt.prefix import CanonicalRules, canonicalize_chat, canonicalize_prompt, prefix_key
-from proxy.protocol import parse_body
+from proxy.request.parse import parse_body
 from proxy.settings import Settings
 from tests.support.prompts import PROPS, json_values, messages, parts, roles, texts
 from tests.unit.proxy.doubles import HalfWords

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from proxy.errors import InvalidRequest
-from proxy.protocol import parse_body
+from proxy.request.parse import parse_body
 
 EMBEDS = "AAAAAAAAgD8AAABA"  # base64 of a small float tensor: vLLM's prompt_embeds
 

@@ -1,11 +1,12 @@
-"""The per-tenant window (proxy/ratelimit.py): fixed, refused requests not counted,
+"""The per-tenant window (proxy/tenancy/rate_limits.py): fixed, refused requests not counted,
 OpenAI's headers, and what happens without a shared store."""
 
 import pytest
 
 from cache.store import MemoryStore, RedisStore
 from proxy.metrics import Metrics
-from proxy.ratelimit import (
+from proxy.settings import QuotaSettings
+from proxy.tenancy.rate_limits import (
     LocalWindow,
     PromptSize,
     RateLimited,
@@ -14,7 +15,6 @@ from proxy.ratelimit import (
     prompt_size,
     reset_text,
 )
-from proxy.settings import QuotaSettings
 from tests.support.servers import free_port
 
 

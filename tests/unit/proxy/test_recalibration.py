@@ -2,9 +2,9 @@
 
 import asyncio
 
-from proxy.gate import CostGate
-from proxy.recalibration import Recalibration
-from proxy.routing.endpoint import EndpointPool
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.recalibration import Recalibration
+from proxy.gate.decide import CostGate
 
 
 class Outcome:  # what CompressionEngine.calibrate reports

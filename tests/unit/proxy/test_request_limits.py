@@ -1,4 +1,4 @@
-"""The request-shape caps of proxy/protocol.py (issue 33): refused before parsing when
+"""The request-shape caps of proxy/request/parse.py (issue 33): refused before parsing when
 the raw bytes bound too many JSON values, then per field, each error naming it."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from proxy.errors import InvalidRequest, PayloadTooLarge
 from proxy.prompt.exact_json import BigInt, dumps
-from proxy.protocol import RequestParser, parse_body
+from proxy.request.parse import RequestParser, parse_body
 from proxy.settings import RequestLimitSettings
 
 LIMITS = RequestLimitSettings(max_json_values=5_000, max_json_containers=1_000, max_messages=8,
@@ -57,7 +57,7 @@ async def test_a_big_body_is_parsed_in_a_worker_thread(monkeypatch):
         seen.append(threading.current_thread())
         return {"model": "m", "prompt": ""}
 
-    monkeypatch.setattr("proxy.protocol.parse_json", parse_json)
+    monkeypatch.setattr("proxy.request.parse.parse_json", parse_json)
     parser = RequestParser(RequestLimitSettings(), offload_bytes=100)
     await parser.parse(b"x" * 50, "completions")
     await parser.parse(b"x" * 500, "completions")

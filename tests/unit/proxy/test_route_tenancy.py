@@ -6,7 +6,7 @@ import json
 import httpx
 import pytest
 
-from proxy.http import routes
+from proxy.http import route_table
 from proxy.stages.tenant import tenant_salt
 from tests.doubles.recording_vllm import RecordingVllm
 from tests.support.servers import serving
@@ -92,8 +92,8 @@ def recording():
 
 def passed_routes() -> list[tuple[str, str]]:
     """(method, table path) of every route the forwarder sends to a backend."""
-    exact = [(min(r.methods), p) for p, r in routes.EXACT.items() if r.kind != "control"]
-    templated = [(min(r.methods), "/".join(t)) for t, r in routes.TEMPLATES]
+    exact = [(min(r.methods), p) for p, r in route_table.EXACT.items() if r.kind != "control"]
+    templated = [(min(r.methods), "/".join(t)) for t, r in route_table.TEMPLATES]
     return exact + templated
 
 
@@ -122,7 +122,7 @@ def send(proxy, method: str, path: str, headers, rid: str = "resp_1") -> httpx.R
 
 def test_every_salted_route_carries_the_tenants_salt_over_the_clients(recording, make_proxy):
     assert {path for _, path in passed_routes()} == SALTED | UNSALTED  # each one classified
-    assert {p for p, r in routes.EXACT.items() if r.salted} == SALTED
+    assert {p for p, r in route_table.EXACT.items() if r.salted} == SALTED
     proxy = make_proxy([recording.url], tenancy=TENANCY)
     rid = create_response(proxy, ACME)
     for method, path in passed_routes():
@@ -173,7 +173,7 @@ def test_tenant_b_cannot_read_cancel_or_continue_tenant_as_response(recording, m
 def keyed_routes() -> list[tuple[str, str]]:
     """Every route that reads a key: the traffic routes, the keyed control routes and
     the two that authenticate themselves."""
-    control = [(min(r.methods), p) for p, r in routes.EXACT.items() if r.keyed]
+    control = [(min(r.methods), p) for p, r in route_table.EXACT.items() if r.keyed]
     own = [("POST", "/v1/compress"), ("GET", "/v1/ragtrim/usage")]  # authenticate themselves
     return passed_routes() + control + own
 

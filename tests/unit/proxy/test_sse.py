@@ -1,4 +1,4 @@
-"""SSE framing (proxy/sse.py): every delimiter the spec allows ends an event as soon
+"""SSE framing (proxy/response/sse.py): every delimiter the spec allows ends an event as soon
 as it arrives, bytes pass through unchanged, and an unfinished event is bounded."""
 
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.errors import UpstreamTooLarge
-from proxy.sse import EventSplitter, event_data
+from proxy.response.sse import EventSplitter, event_data
 
 DELIMITERS = [b"\n\n", b"\r\n\r\n", b"\r\r", b"\n\r\n", b"\r\n\n", b"\r\r\n", b"\n\r"]
 

@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from proxy.accesslog import LOGGER
+from proxy.telemetry.accesslog import LOGGER
 from tests.unit.proxy.doubles import HalfWords
 
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "ops-tenancy-secret!"}

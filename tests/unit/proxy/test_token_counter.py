@@ -1,4 +1,4 @@
-"""proxy/token_counter.py: the target tokenizer found through the backend's model card `root`."""
+"""proxy/compression/token_counter.py: the target tokenizer found by the model card's `root`."""
 
 import json
 
@@ -6,8 +6,8 @@ import httpx
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from compressors import ApproxTokenCounter
-from proxy.routing.endpoint import EndpointPool
-from proxy.token_counter import TargetTokenCounter
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.token_counter import TargetTokenCounter
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 from tests.unit.proxy.stages.test_compress_e2e import SYSTEM

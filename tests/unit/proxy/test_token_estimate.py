@@ -1,8 +1,8 @@
-"""The gate's token estimate (proxy/token_estimate.py, issue 33): visible characters,
+"""The gate's token estimate (proxy/gate/token_estimate.py, issue 33): visible characters,
 clamped to a physical band, per tenant, aged."""
 
-from proxy.learning import MAX_AGE_S
-from proxy.token_estimate import BAND, VISIBLE_PER_TOKEN, TokenEstimate, visible_chars
+from proxy.gate.learning import MAX_AGE_S
+from proxy.gate.token_estimate import BAND, VISIBLE_PER_TOKEN, TokenEstimate, visible_chars
 
 
 class Clock:

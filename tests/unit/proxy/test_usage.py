@@ -1,4 +1,4 @@
-"""vLLM's usage as data from the network (proxy/usage.py): only sane counts are
+"""vLLM's usage as data from the network (proxy/response/usage_tap.py): only sane counts are
 believed, a non-streamed body's usage is found without joining it, and the usage
 chunk is found in SSE with any delimiter."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from proxy.usage import UsageTap, sane_usage, usage_from_chunks
+from proxy.response.usage_tap import UsageTap, sane_usage, usage_from_chunks
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9,
          "prompt_tokens_details": {"cached_tokens": 4}}  # fmt: skip

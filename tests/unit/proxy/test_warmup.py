@@ -1,4 +1,4 @@
-"""proxy/warmup.py: which hot prefixes a replica turning healthy gets (the configured
+"""proxy/backends/warmup.py: which hot prefixes a replica turning healthy gets (the configured
 router's choice), the bounds, and that its replays hold in-flight slots."""
 
 import asyncio
@@ -9,13 +9,13 @@ import pytest
 
 from cache.prefixes import PrefixRegistry
 from cache.store import MemoryStore
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.backends.warmup import Warmer
 from proxy.metrics import Metrics
 from proxy.routing.affinity import rendezvous_order
-from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.registry import build_router
 from proxy.routing.router import Router
 from proxy.settings import RoutingSettings, WarmupSettings
-from proxy.warmup import Warmer
 from tests.unit.proxy.doubles import HandlerTransport
 
 A, B = "http://replica-a", "http://replica-b"

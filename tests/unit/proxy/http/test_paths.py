@@ -3,7 +3,7 @@
 import pytest
 
 from proxy.http.paths import normalise
-from proxy.http.routes import EXACT, match
+from proxy.http.route_table import EXACT, match
 
 
 @pytest.mark.parametrize(

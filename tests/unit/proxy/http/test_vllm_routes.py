@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from proxy.http import routes
+from proxy.http import route_table
 from proxy.stages.tenant import tenant_salt
 from tests.doubles.recording_vllm import RecordingVllm
 from tests.support import vllm_openapi_routes as fixture
@@ -28,12 +28,12 @@ MODEL = "stub-model"
 
 
 def relayed(method: str, path: str) -> bool:
-    found = routes.match(path.replace("{id}", "resp_1"))
+    found = route_table.match(path.replace("{id}", "resp_1"))
     return found is not None and found.route.kind != "control" and method in found.route.methods
 
 
 def own(method: str, path: str) -> bool:
-    found = routes.match(path)
+    found = route_table.match(path)
     return found is not None and found.route.kind == "control" and method in found.route.methods
 
 
@@ -51,27 +51,27 @@ def test_the_fixture_is_the_pinned_vllm_and_names_the_issue_routes():
 def test_every_vllm_route_is_relayed_ragtrims_own_or_left_out_with_a_reason():
     unclassified = []
     for method, path in HTTP:
-        ways = [relayed(method, path), own(method, path), path in routes.LEFT_OUT]
+        ways = [relayed(method, path), own(method, path), path in route_table.LEFT_OUT]
         if sum(ways) != 1:
             unclassified.append((method, path, ways))
     assert unclassified == []
-    for path, reason in routes.LEFT_OUT.items():
-        assert routes.match(path) is None, path  # left out: a 404, never relayed
+    for path, reason in route_table.LEFT_OUT.items():
+        assert route_table.match(path) is None, path  # left out: a 404, never relayed
         assert len(reason) > 20, path
 
 
 def test_the_table_relays_nothing_vllm_does_not_serve_and_no_stale_reasons():
     paths = {path for _, path in HTTP} | {r["path"] for r in VLLM["routes"]}
-    passed = {p for p, r in routes.EXACT.items() if r.kind != "control"}
-    passed |= {"/".join(t) for t, _ in routes.TEMPLATES}
+    passed = {p for p, r in route_table.EXACT.items() if r.kind != "control"}
+    passed |= {"/".join(t) for t, _ in route_table.TEMPLATES}
     assert passed - paths == set()
-    assert set(routes.LEFT_OUT) - paths == set()
+    assert set(route_table.LEFT_OUT) - paths == set()
 
 
 def test_every_route_whose_vllm_request_takes_cache_salt_is_salted():
     takes = {fixture.template(r["path"]) for r in VLLM["routes"] if r["cache_salt"]}
-    salted = {p for p, r in routes.EXACT.items() if r.salted}
-    assert takes - set(routes.LEFT_OUT) <= salted
+    salted = {p for p, r in route_table.EXACT.items() if r.salted}
+    assert takes - set(route_table.LEFT_OUT) <= salted
     # /invocations reads the raw body (no declared model) and hands it to vLLM's chat,
     # completions or pooling handler: every one of them takes cache_salt
     assert salted - takes == {"/invocations"}
@@ -112,13 +112,13 @@ def test_the_new_routes_reach_the_backend_salted_and_without_the_key(recording, 
         assert not names & {"authorization", "x-api-key"}, path  # no client key goes upstream
         assert "anthropic-version" in names, path
         if method == "POST":
-            assert seen["cache_salt"] == (salt if routes.EXACT[path].salted else "forged"), path
+            assert seen["cache_salt"] == (salt if route_table.EXACT[path].salted else "forged"), path
 
 
 def test_the_admin_routes_are_404s_and_never_reach_the_backend(recording, make_proxy):
     proxy = make_proxy([recording.url], tenancy=TENANCY)
     recording.backend.seen.clear()
-    for path in routes.LEFT_OUT:
+    for path in route_table.LEFT_OUT:
         for method in ("GET", "POST"):
             resp = httpx.request(method, proxy.url + path, json={}, headers=ACME, timeout=10)
             assert resp.status_code == 404, (method, path, resp.text)

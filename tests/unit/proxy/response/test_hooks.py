@@ -5,15 +5,15 @@ import json
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import UpstreamTimeout
 from proxy.metrics import Metrics
-from proxy.relay import ClientDisconnected
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
-from proxy.routing.endpoint import Endpoint
+from proxy.response.relay import ClientDisconnected
+from proxy.response.usage_tap import UsageTap
 from proxy.settings import TimeoutSettings
 from proxy.upstream.exchange import Exchange
-from proxy.usage import UsageTap
 
 URL = "http://a"
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,

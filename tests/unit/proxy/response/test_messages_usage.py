@@ -8,7 +8,7 @@ import pytest
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.response.hooks import UsageHook
-from proxy.usage import MessagesUsageTap, messages_usage
+from proxy.response.usage_tap import MessagesUsageTap, messages_usage
 from tests.unit.proxy.response.test_hooks import exchange
 
 USAGE = {"input_tokens": 56, "output_tokens": 7, "cache_read_input_tokens": 64}

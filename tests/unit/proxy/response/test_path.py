@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.errors import UpstreamBadResponse, UpstreamTimeout, UpstreamUnavailable
 from proxy.metrics import Metrics
-from proxy.relay import Reply
 from proxy.response.path import ResponsePath
-from proxy.routing.endpoint import Endpoint
+from proxy.response.relay import Reply
 from proxy.settings import TimeoutSettings, UpstreamSettings
 from tests.unit.proxy.response.test_hooks import ctx
 

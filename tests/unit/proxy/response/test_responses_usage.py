@@ -6,11 +6,11 @@ import json
 import pytest
 
 from proxy.context import RequestContext
-from proxy.http.routes import match
+from proxy.http.route_table import match
 from proxy.metrics import Metrics
 from proxy.response.hooks import OwnerHook, UsageHook
 from proxy.response.ids import ResponseIdTap
-from proxy.usage import ResponsesUsageTap, responses_usage
+from proxy.response.usage_tap import ResponsesUsageTap, responses_usage
 from tests.unit.proxy.response.test_hooks import URL, exchange
 
 USAGE = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64},

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, rendezvous_order
-from proxy.routing.endpoint import Endpoint
 
 ROOT = Path(__file__).resolve().parents[4]
 URLS = [f"http://vllm-{i}:8000" for i in range(5)]

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, rendezvous_order
 from proxy.routing.bounded import BoundedLoad, load_bound
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Router, Weighted
 

@@ -11,10 +11,7 @@ import pytest
 
 from cache.prefixes import PrefixRegistry
 from cache.store import MemoryStore
-from proxy.context import RequestContext
-from proxy.metrics import Metrics
-from proxy.routing.affinity import PrefixAffinity, rendezvous_order
-from proxy.routing.discovery import (
+from proxy.backends.discovery import (
     Discovery,
     ResolveError,
     SystemResolver,
@@ -22,8 +19,12 @@ from proxy.routing.discovery import (
     parse_target,
     split_backends,
 )
-from proxy.routing.endpoint import Endpoint, EndpointPool
-from proxy.routing.health import HealthChecker
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.backends.health import HealthChecker
+from proxy.backends.warmup import Warmer
+from proxy.context import RequestContext
+from proxy.metrics import Metrics
+from proxy.routing.affinity import PrefixAffinity, rendezvous_order
 from proxy.routing.registry import build_router
 from proxy.settings import (
     DiscoverySettings,
@@ -32,7 +33,6 @@ from proxy.settings import (
     Settings,
     WarmupSettings,
 )
-from proxy.warmup import Warmer
 from tests.unit.proxy.doubles import HandlerTransport
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")

@@ -1,8 +1,8 @@
-"""The backend record's health state machine (proxy/routing/endpoint.py): every
+"""The backend record's health state machine (proxy/backends/endpoint.py): every
 transition is a method; the checker and the exchange only report."""
 
+from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import Endpoint, EndpointPool
 
 CARDS = ({"id": "m", "object": "model"},)
 

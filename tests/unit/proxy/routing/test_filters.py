@@ -2,9 +2,9 @@
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import ServesModel
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}]}

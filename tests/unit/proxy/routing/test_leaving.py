@@ -9,13 +9,13 @@ import asyncio
 
 from cache.prefixes import PrefixRegistry
 from cache.store import MemoryStore
-from proxy.backend_metrics import MetricsScraper
+from proxy.backends.discovery import Discovery, parse_target
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.backends.scrape import MetricsScraper
 from proxy.context import RequestContext
-from proxy.feedback import Feedback
-from proxy.gate import CostGate
+from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
-from proxy.routing.discovery import Discovery, parse_target
-from proxy.routing.endpoint import Endpoint, EndpointPool
+from proxy.response.feedback import Feedback
 from proxy.settings import DiscoverySettings
 from tests.unit.proxy.doubles import HandlerTransport
 from tests.unit.proxy.routing.test_discovery import ScriptedResolver

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.cli import build_parser, overrides_from
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import Healthy, ServesModel
 from proxy.routing.load import LeastLoaded
 from proxy.routing.registry import FILTERS, PICKERS, SCORERS, build_router

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import NoHealthyBackend, NotFound
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.filters import Healthy, ServesModel
 from proxy.routing.router import Router, Weighted
 

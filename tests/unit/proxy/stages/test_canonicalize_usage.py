@@ -5,10 +5,10 @@ from proxy.metrics import Metrics
 from proxy.prompt.prefix import prefix_key
 from proxy.prompt.segment import Segmenter
 from proxy.settings import CanonicalSettings, TenancySettings
+from proxy.stages.ask_usage import UsageStage
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.segment import SegmentStage
 from proxy.stages.tenant import TenantStage, tenant_salt
-from proxy.stages.usage import UsageStage
 
 SYSTEM = {"role": "system", "content": "You are terse.  \r\nAnswer briefly."}
 

@@ -4,7 +4,8 @@ features' lookup; one it prices does both, as before."""
 
 import asyncio
 
-from proxy.gate import CostGate
+from proxy.backends.endpoint import EndpointPool
+from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
 from proxy.settings import CompressionLimitSettings
 from proxy.stages.compress import CompressStage
@@ -49,7 +50,7 @@ class Ctx:
 def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
     engine = CountingEngine()
     gate = CostGate(policy, prior_ms_per_1k=10.0, min_context_tokens=min_context_tokens,
-                    max_added_ms=1e4)  # fmt: skip
+                    max_added_ms=1e4, pool=EndpointPool())  # fmt: skip
     stage = CompressStage(engine, gate, Metrics(), 0.33, False, CompressionLimitSettings())
     ctx = Ctx()
     assert asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33)) == DOCS

@@ -4,7 +4,7 @@ import pytest
 
 from proxy.context import RequestContext
 from proxy.errors import InvalidRequest
-from proxy.options import RequestOptions
+from proxy.prompt.ragtrim_options import RequestOptions
 from proxy.prompt.segment import Segmenter
 from proxy.stages.options import OptionsStage
 from proxy.stages.segment import SegmentStage

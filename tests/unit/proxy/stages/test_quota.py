@@ -6,9 +6,9 @@ import pytest
 from cache.store import MemoryStore
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.ratelimit import RateLimited, RateLimiter
 from proxy.settings import QuotaSettings
 from proxy.stages.quota import QuotaStage
+from proxy.tenancy.rate_limits import RateLimited, RateLimiter
 
 
 def ctx_for(tenant: str, text: str) -> RequestContext:

@@ -28,7 +28,7 @@ def test_ingest_without_a_question_makes_later_questions_seen(stub, make_proxy, 
 
 def test_rate_auto_is_an_adaptive_budget(stub, make_proxy, static_model):  # noqa: F811
     from compressors import AdaptiveBudget
-    from proxy.options import read_options
+    from proxy.prompt.ragtrim_options import read_options
 
     assert read_options({"x-ragtrim-rate": "auto"}, None).rate == "auto"
     assert read_options({}, {"rate": "auto"}).keep_rate(0.5) == "auto"

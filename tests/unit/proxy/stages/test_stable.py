@@ -1,4 +1,4 @@
-"""proxy/stages/stable.py's choices, called directly (issue 29): what the record of
+"""proxy/compression/stable.py's choices, called directly (issue 29): what the record of
 forwarded prompts holds decides, per tenant, and an outage falls back to pricing."""
 
 import pytest
@@ -6,13 +6,13 @@ import pytest
 from cache.forwarded import ForwardedRecord
 from cache.stable_forms import StableForm, StableForms
 from cache.store import MemoryStore
-from proxy.cache_view import CacheView
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.cache_view import CacheView
+from proxy.compression.stable import Prices, StableCompression
 from proxy.context import RequestContext
-from proxy.gate import CostGate
+from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
 from proxy.prompt.segment import Segmenter
-from proxy.routing.endpoint import EndpointPool
-from proxy.stages.stable import Prices, StableCompression
 
 BACKEND = "http://b1"
 DOCS = [f"Document {i} says that fact number {i} holds for every case we looked at. " * 6

@@ -16,12 +16,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-from proxy.accesslog import LOGGER
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.middleware.telemetry import TelemetryMiddleware
 from proxy.settings import TenancySettings
 from proxy.stages.tenant import TenantStage
+from proxy.telemetry.accesslog import LOGGER
+from proxy.telemetry.middleware import TelemetryMiddleware
 from proxy.telemetry.record import bind
 from proxy.telemetry.tracing import Tracing
 from tests.doubles.recording_vllm import RecordingVllm

@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from proxy.app import create_app
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from proxy.telemetry.tracing import build_tracing
 from tests.doubles.stub_vllm import StubVllm

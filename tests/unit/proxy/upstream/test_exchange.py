@@ -5,9 +5,9 @@ import asyncio
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.errors import UpstreamBadResponse, UpstreamTimeout, UpstreamTooLarge, UpstreamUnavailable
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import Endpoint
 from proxy.settings import TimeoutSettings
 from proxy.upstream.exchange import Exchange
 

@@ -9,10 +9,10 @@ import socket
 import aiohappyeyeballs.impl
 import pytest
 
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.backends.health import HealthChecker
 from proxy.errors import LocalResourceError
 from proxy.metrics import Metrics
-from proxy.routing.endpoint import Endpoint, EndpointPool
-from proxy.routing.health import HealthChecker
 from proxy.settings import HealthSettings, TimeoutSettings
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.transport import AiohttpTransport

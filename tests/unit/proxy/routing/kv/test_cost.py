@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.cost import KvCostPicker, expected_cost
 from proxy.routing.kv.events import BlockRemoved, BlockStored
 from proxy.routing.kv.index import KvIndex

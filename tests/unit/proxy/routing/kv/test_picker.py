@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.events import BlockRemoved, BlockStored
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, KvBoundedLoad, Stakes, stake

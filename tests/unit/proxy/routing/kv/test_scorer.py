@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.routing.affinity import PrefixAffinity
-from proxy.routing.endpoint import Endpoint, EndpointPool
 from proxy.routing.kv.events import BlockStored
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import KvBoundedLoad

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
+from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity
-from proxy.routing.endpoint import Endpoint
 from proxy.routing.kv.events import BlockStored
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.scorer import KvCacheScorer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from proxy.routing.endpoint import EndpointPool
+from proxy.backends.endpoint import EndpointPool
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.subscriptions import KvSubscriptions, event_endpoints
 from proxy.settings import KvEndpoint, KvEventsSettings

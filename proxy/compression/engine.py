@@ -1,0 +1,297 @@
+"""CompressionEngine: a compressor, memoized per document, run off the event loop.
+
+Used by the compress stage, by POST /v1/compress (warming at ingest) and by the
+LangChain integration. Documents found in the memo cost a lookup; the others go to
+a worker thread (torch releases the GIL) under a timeout that includes the wait.
+
+Under load, jobs queue for the `workers` threads (FIFO). Whether waiting pays is the
+cost gate's call: the engine tells it the expected wait (`expected_wait_ms`, from the
+characters queued ahead and the measured worker ms per character), and the gate adds
+it to the compression's cost. A job still queued when its request times out is
+cancelled; a job running in a worker stops at its next checkpoint
+(compressors/deadline.py), so it frees its worker too. While the compressor loads,
+requests are refused at once (`CompressionBusy`): the load holds the worker for seconds.
+
+Not done: scoring several queued requests' sentences in one batch. Per request, the
+compressors already score all of a request's sentences in one call (extractive: one
+`encode` of every sentence); a cross-request batch needs a batch entry point in each
+compressor and pays only where a model forward dominates, not for the static-embedding
+request-path compressor whose cost is per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from cache.features import FeatureCache
+from cache.keys import content_key
+from cache.memo import ChunkMemo, MemoEntry
+from compressors import (
+    AUTO,
+    AdaptiveBudget,
+    Budget,
+    Compressor,
+    FeatureCompressor,
+    TokenCounter,
+    calibration,
+    within,
+)
+from proxy.compression.features import FeaturePath
+from proxy.compression.outcome import CompressionBusy, Outcome, WorkerCrashed
+from proxy.gate.job_cost import MAX_MS_PER_TOKEN
+
+__all__ = ["CompressionBusy", "CompressionEngine", "Outcome", "WorkerCrashed"]
+
+
+class CompressionEngine:
+    def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int,
+                 count: TokenCounter | None = None,
+                 features: FeatureCache | None = None):  # fmt: skip
+        self.compressor = compressor
+        featured = features is not None and isinstance(compressor, FeatureCompressor)
+        self.features = FeaturePath(compressor, features) if featured else None
+        self.count = count
+        self.memo = memo
+        self.timeout = timeout
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="ragtrim-compress")
+        self._running = 0  # jobs submitted and not finished (queued or in a worker)
+        self._backlog_chars = 0  # characters of those jobs
+        self._ms_per_char: deque[float] = deque(maxlen=32)
+        self.state = "cold"  # cold -> loading -> ready | failed
+        self.calibration: Outcome | None = None  # measured at warm-up, for the gate
+
+    async def warm(self, torch_threads: int = 0) -> None:
+        """Load the model in a worker before traffic needs it. Meanwhile requests find
+        the worker busy and are forwarded uncompressed (never slower)."""
+        self.state = "loading"
+        try:
+            if torch_threads:
+                await asyncio.wrap_future(self._pool.submit(_set_torch_threads, torch_threads))
+            await self._run(["ragtrim warms its compressor up."], "warm up?", 0.5)
+        except Exception:  # noqa: BLE001 - a broken compressor fails open per request
+            self.state = "failed"
+            raise
+        self.calibration = await self.calibrate()
+        self.state = "ready"
+
+    async def calibrate(self) -> Outcome | None:
+        """One measured compression of the calibration workload (~450 tokens), loaded
+        already (compressors/calibration.py says why); None when it fails."""
+        docs, timing = list(calibration.DOCUMENTS), {}
+        start = time.perf_counter()
+        try:
+            entries = await self._run(docs, calibration.QUESTION, 0.5, timing)
+        except Exception:  # noqa: BLE001 - the gate keeps its prior
+            return None
+        ms = (time.perf_counter() - start) * 1000  # the hand-off to the worker and back too
+        before, after = sum(e.tokens_before for e in entries), sum(e.tokens_after for e in entries)
+        return Outcome(tuple(e.text for e in entries), before, after, hits=0, misses=len(docs),
+                       ms=ms, work_ms=timing.get("work_ms", 0.0),
+                       wait_ms=timing.get("wait_ms", 0.0),
+                       question_ms=timing.get("question_ms", 0.0),
+                       fresh=tuple(range(len(docs))), fresh_tokens=before)  # fmt: skip
+
+    @property
+    def name(self) -> str:
+        return self.compressor.name
+
+    @property
+    def idle(self) -> bool:
+        """No compression queued or running."""
+        return self._running == 0
+
+    def fingerprint(self, rate: float) -> str:
+        return f"{self.compressor.fingerprint()}|rate={rate if rate == AUTO else f'{rate:.3f}'}"
+
+    def _scope(self, documents: Sequence[str], question: str) -> str | None:
+        """What besides the document a memo entry depends on. Question-agnostic: nothing
+        (each chunk is cached on its own, across requests). Question-aware compressors
+        share one budget across the documents (a relevant document keeps more than a
+        distractor), so an entry depends on the question and the whole document set."""
+        if not self.compressor.question_aware:
+            return None
+        return question + "\x00" + content_key(*documents)
+
+    async def lookup(self, documents: Sequence[str], question: str, rate: float,
+                     tenant: str = ""):  # fmt: skip
+        scope = self._scope(documents, question)
+        return await self.memo.lookup(self.fingerprint(rate), documents, scope, tenant)
+
+    def expected_wait_ms(self, prior_ms_per_char: float) -> float:
+        """How long a new job would queue before a worker takes it: the work ahead
+        spread over the workers (0 while one is free). Jobs in a worker count whole:
+        an overestimate by at most one job, on the safe side."""
+        if self._running < self.workers:
+            return 0.0
+        measured = statistics.median(self._ms_per_char) if self._ms_per_char else None
+        per_char = prior_ms_per_char if measured is None else measured
+        return self._backlog_chars * per_char / self.workers
+
+    async def compress(self, documents: Sequence[str], question: str, rate: float,
+                       tenant: str = "") -> Outcome:  # fmt: skip
+        """`tenant` scopes the memo: one tenant's entries never serve another."""
+        if self.state == "loading":
+            raise CompressionBusy("the compressor is still loading")
+        start = time.perf_counter()
+        timing: dict[str, float] = {}
+        keys = self.memo.keys(self.fingerprint(rate), documents,
+                              self._scope(documents, question), tenant)  # fmt: skip
+        entries = await self.memo.get(keys)
+        missing = [i for i, e in enumerate(entries) if e is None]
+        if missing and self.compressor.question_aware:
+            missing = list(range(len(documents)))  # one shared budget: redo them together
+        in_flight = self.in_flight()
+        if missing:
+            fresh = await self._fresh([documents[i] for i in missing], question, rate, timing,
+                                      tenant)  # fmt: skip
+            for i, entry in zip(missing, fresh, strict=True):
+                entries[i] = entry
+            await self.memo.put([keys[i] for i in missing], fresh)
+        done = [e for e in entries if e is not None]
+        return Outcome(
+            texts=tuple(e.text for e in done),
+            tokens_before=sum(e.tokens_before for e in done),
+            tokens_after=sum(e.tokens_after for e in done),
+            hits=len(documents) - len(missing),
+            misses=len(missing),
+            ms=(time.perf_counter() - start) * 1000,
+            work_ms=timing.get("work_ms", 0.0),
+            wait_ms=timing.get("wait_ms", 0.0),
+            seen=int(timing.get("seen", 0)),
+            in_flight=in_flight,
+            question_ms=timing.get("question_ms", 0.0),
+            fresh=tuple(missing),
+            fresh_tokens=sum(entries[i].tokens_before for i in missing),  # type: ignore[union-attr]
+        )
+
+    def in_flight(self) -> int:  # compressions a new one would share the CPUs with, itself too
+        return self._running + 1
+
+    async def seen_documents(self, documents: Sequence[str], tenant: str = "") -> int:
+        return await self.features.seen(documents, tenant) if self.features else 0  # priced cheap
+
+    async def precompute(self, documents: Sequence[str], tenant: str = "") -> int:
+        """Store unseen `documents`' features (ingest; any question finds them seen)."""
+        f = self.features
+        return await f.precompute(documents, tenant, self._pool, self.timeout) if f else 0
+
+    async def _fresh(self, documents: list[str], question: str, rate: float,
+                     timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
+        """Compress `documents` in a worker, from their memoized features where found."""
+        if self.features is None:
+            return await self._run(documents, question, rate, timing)
+        blobs = await self.features.fetch(documents, tenant)
+        found = list(blobs)
+        timing["seen"] = sum(b is not None for b in found)
+        entries = await self._run(documents, question, rate, timing, blobs)
+        await self.features.keep(documents, blobs, found, tenant)
+        return entries
+
+    def _work(self, documents: list[str], question: str, rate, blobs: list | None):
+        """In the worker: the compression, from features when `blobs` is given."""
+        if blobs is None or self.features is None:
+            budget = self._budget(documents, rate)
+            return self.compressor.compress(documents, question=question, budget=budget)
+        return self.features.compress(
+            documents, question, blobs, lambda tokens: self._budget(documents, rate, tokens)
+        )
+
+    async def _run(self, documents: list[str], question: str, rate: float,
+                   timing: dict[str, float] | None = None,
+                   blobs: list[bytes | None] | None = None) -> list[MemoEntry]:  # fmt: skip
+        loop = asyncio.get_running_loop()
+        timing = {} if timing is None else timing
+        chars = sum(len(d) for d in documents)
+        timing["chars"] = chars
+        job = self._pool.submit(self._job(documents, question, rate, timing, blobs))
+        self._running += 1  # until the thread really finishes (or the job is cancelled)
+        self._backlog_chars += chars
+        job.add_done_callback(lambda _: self._finished_from_thread(loop, chars, timing))
+        wrapped = asyncio.wrap_future(job)
+        waiting = asyncio.shield(wrapped)
+        try:
+            result = await (
+                asyncio.wait_for(waiting, self.timeout) if self.state != "loading" else waiting
+            )
+        except TimeoutError:
+            if not job.cancel():  # still queued: it never runs; in a worker: replace it
+                self._replace_worker(timing)
+            # it ends at its next checkpoint (DeadlineExceeded): nobody awaits it now
+            wrapped.add_done_callback(lambda f: f.cancelled() or f.exception())
+            raise
+        return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
+
+    def _job(self, documents: list[str], question: str, rate, timing: dict[str, float],
+             blobs: list | None):  # fmt: skip
+        """The call a worker runs: token counting for the budget included. It stops at its
+        next checkpoint once its timeout has passed (compressors/deadline.py)."""
+        submitted = time.perf_counter()
+        deadline = None if self.state == "loading" else time.monotonic() + self.timeout
+
+        def call():
+            began = time.perf_counter()
+            timing["wait_ms"] = (began - submitted) * 1000
+            try:
+                with within(deadline):
+                    out = self._work(documents, question, rate, blobs)
+            except Exception:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
+                raise WorkerCrashed(type(exc).__name__) from exc
+            timing["work_ms"] = (time.perf_counter() - began) * 1000
+            # issue 33: the question's part, timed by the compressor, priced apart
+            timing["question_ms"] = min(timing["work_ms"], getattr(out, "question_ms", 0.0))
+            return out
+
+        return call
+
+    def _budget(self, documents: list[str], rate: float, tokens: list[int] | None = None) -> Budget:
+        """`tokens`: counts from the features, if by this counter (no tokenizing again)."""
+        if rate == AUTO or not self.compressor.question_aware or self.count is None:
+            return AdaptiveBudget() if rate == AUTO else Budget(rate=rate)  # auto: a margin
+        same = tokens is not None and getattr(self.compressor, "count_tokens", None) is self.count
+        total = sum(tokens) if same else sum(self.count(d) for d in documents)  # in the worker
+        return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
+
+    def _replace_worker(self, timing: dict[str, float]) -> None:
+        """A job overran its timeout in a worker, which it may never leave (a hang):
+        new jobs go to a fresh pool, and the old one exits once its jobs are done.
+        Python cannot stop the thread; the abandoned job no longer counts as backlog."""
+        old = self._pool
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ragtrim-compress")
+        old.shutdown(wait=False)
+        self._running -= 1
+        self._backlog_chars -= int(timing.get("chars", 0))
+        timing["abandoned"] = 1.0
+
+    def _finished(self, chars: int, timing: dict[str, float]) -> None:
+        if timing.get("abandoned"):
+            return  # uncounted when its worker was replaced
+        self._running -= 1
+        self._backlog_chars -= chars
+        if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate
+            # the documents' part only: a giant question is no document's cost (issue 33)
+            work = timing["work_ms"] - timing.get("question_ms", 0.0)  # a char: at most a token
+            self._ms_per_char.append(min(MAX_MS_PER_TOKEN, max(0.0, work) / chars))
+
+    def _finished_from_thread(self, loop: asyncio.AbstractEventLoop, chars: int,
+                              timing: dict[str, float]) -> None:  # fmt: skip
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self._finished, chars, timing)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _set_torch_threads(n: int) -> None:
+    try:
+        import torch
+    except ImportError:  # compressors without torch
+        return
+    torch.set_num_threads(n)

@@ -1,0 +1,76 @@
+"""The compression service's long-lived parts, built from settings: the engine, its
+feature cache, the cost gate and the cache-aware path (issue 29). proxy/components.py
+assembles them with the rest; the LangChain runtime builds its own engine here too."""
+
+from __future__ import annotations
+
+import os
+
+from cache.features import FeatureCache
+from cache.forwarded import ForwardedRecord
+from cache.memo import ChunkMemo
+from cache.stable_forms import StableForms
+from cache.store import KVStore
+from compressors import Compressor, build_compressor
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.cache_view import CacheView
+from proxy.compression.engine import CompressionEngine
+from proxy.compression.stable import StableCompression
+from proxy.gate.decide import CostGate
+from proxy.metrics import Metrics
+from proxy.settings import CompressionSettings
+
+
+def make_engine(
+    c: CompressionSettings,
+    store: KVStore,
+    counter,
+    compressor: Compressor | None = None,
+    metrics: Metrics | None = None,
+) -> CompressionEngine:
+    compressor = compressor or build_compressor(
+        c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
+    )
+    return CompressionEngine(
+        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
+        count=counter, features=make_feature_cache(c, store, metrics),
+    )  # fmt: skip
+
+
+def make_feature_cache(c: CompressionSettings, store: KVStore,
+                       metrics: Metrics | None) -> FeatureCache | None:  # fmt: skip
+    """Per-chunk features, question-independent (issue 18): in-process, then shared."""
+    if not c.feature_cache_bytes:
+        return None
+    if metrics is None:
+        return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl)
+    lookups, written = metrics.feature_lookups, metrics.feature_bytes_written
+    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl,
+                         on_lookup=lambda result, n: lookups.labels(result).inc(n),
+                         on_write=written.inc)  # fmt: skip
+    metrics.feature_cache_bytes.set_function(lambda: cache.local.bytes)
+    return cache
+
+
+def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool) -> CostGate:
+    """The compressor's own cost prior decides until its start-up measurement lands."""
+    return CostGate(c.policy, pool=pool, prior_ms_per_1k=compressor.prior_ms_per_1k,
+                    min_context_tokens=c.min_context_tokens,
+                    max_added_ms=c.max_added_ms,
+                    prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
+                    cores=len(os.sched_getaffinity(0)))  # fmt: skip
+
+
+def make_stable(c: CompressionSettings, store: KVStore, gate: CostGate, metrics: Metrics,
+                engine: CompressionEngine) -> StableCompression | None:  # fmt: skip
+    """Cache-aware compression (compression.stable): the record of forwarded prompts,
+    in-process and bounded in bytes, and the stable forms in the shared store."""
+    s = c.stable
+    if not s.enabled:
+        return None
+    record = ForwardedRecord(max_bytes=s.record_bytes, ttl=s.record_ttl_s)
+    forms = StableForms(store, ttl=s.form_ttl_s, max_questions=s.max_questions,
+                        on_error=lambda op, exc: metrics.store_errors.labels(op).inc())  # fmt: skip
+    gate.pool.on_removed.append(lambda ep: record.forget(ep.url))  # it left: nothing held
+    view = CacheView(record, gate.pool, s.block_size)
+    return StableCompression(view, forms, gate, metrics, engine.fingerprint)

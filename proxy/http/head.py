@@ -1,0 +1,21 @@
+"""The client request's head, read once: every header ragtrim reads comes from here."""
+
+from __future__ import annotations
+
+from starlette.types import Scope
+
+from proxy.errors import Unauthorized
+
+
+def head_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by name. Every key ragtrim reads comes from here, so one
+    rule holds on every route (issue 33: chat read the last of two Authorization
+    headers, /v1/compress and the usage report the first, and a bad key followed by a
+    good one was let in): a second Authorization header is a 401."""
+    headers: dict[str, str] = {}
+    for k, v in scope["headers"]:
+        name = k.decode("latin-1")
+        if k == b"authorization" and name in headers:
+            raise Unauthorized("More than one Authorization header: send exactly one.")
+        headers[name] = v.decode("latin-1")
+    return headers

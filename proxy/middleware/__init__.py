@@ -1,1 +1,0 @@
-"""Pure-ASGI middleware (no BaseHTTPMiddleware: it buffers and breaks disconnects)."""

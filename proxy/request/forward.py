@@ -1,0 +1,165 @@
+"""Forwarding one request, as a straight line: read → parse → stages → rank → the
+response path (proxy/response/: exchange, relay, response hooks), one call. Pure
+ASGI: no framework Request object on the hot path.
+
+The pass-through routes (the table in proxy/http/route_table.py) take the same path with
+route "other": no stages. The upstream path is the table's, never the client's bytes.
+The key is checked on the head, before the body is read and before admission: an
+unauthenticated or stalled client holds no admission slot (issue 23). A pass-through
+route keeps tenants apart as the table says (issue 33): a `salted` one gets the
+tenant's cache_salt over the client's (its JSON parsed and written off the loop when
+big), a response id it names must be the tenant's (proxy/tenancy/owners.py). The key is read
+from exactly one Authorization header (`head_headers`), and never goes upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.types import Receive, Scope, Send
+
+from proxy.backends.endpoint import EndpointPool
+from proxy.context import RequestContext
+from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError, describe_error
+from proxy.http.capped import capped, request_id_of
+from proxy.http.head import head_headers
+from proxy.http.route_table import Match
+from proxy.prompt.body import Prompt
+from proxy.request.admission import Admission
+from proxy.request.parse import RequestParser, parse_json
+from proxy.request.pipeline import Pipeline
+from proxy.response.path import ResponsePath
+from proxy.response.relay import ClientDisconnected, Reply
+from proxy.routing.router import Router
+from proxy.settings import TelemetrySettings
+from proxy.tenancy.owners import ResponseOwners
+from proxy.upstream.headers import upstream_request_headers
+
+log = logging.getLogger("ragtrim.forward")
+
+
+async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+@dataclass
+class Forwarder:
+    pool: EndpointPool
+    router: Router
+    pipeline: Pipeline
+    response: ResponsePath  # everything after ranking (proxy/response/)
+    admission: Admission
+    authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
+    max_body_bytes: int
+    log_prompts: bool
+    parser: RequestParser  # the body's parse and shape caps, off the loop when big (issue 33)
+    salt: Callable[[str], str | None]  # the tenant stage's salt_of, for salted pass-through
+    owners: ResponseOwners  # response id -> tenant (issue 33)
+    telemetry: TelemetrySettings  # a longer x-request-id is replaced (issue 33)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, found: Match) -> None:
+        """`found`: the data plane's match in the route table (proxy/http/route_table.py)."""
+        reply = Reply(send)
+        try:
+            headers = head_headers(scope)
+            tenant = self.authenticate(headers)  # on the head: 401 before the body is read
+            raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
+            self.admission.enter()  # the body is in: a stalled client never holds a slot
+            try:
+                ctx = await self._prepare(found, raw, headers, tenant)
+                await self._forward(ctx, scope, receive, reply, found.path)
+            finally:
+                self.admission.leave()
+        except ClientDisconnected:
+            pass  # counted where it was noticed; nobody is listening any more
+        except ProxyError as exc:
+            await reply.error(exc)
+        except Exception as exc:  # a bug must still leave in the envelope, never as plain text
+            detail = describe_error(exc, self.log_prompts)  # messages may quote prompts
+            log.error("unexpected error forwarding %s: %s", capped(scope.get("path"), 256), detail,
+                      exc_info=self.log_prompts)  # fmt: skip
+            await reply.error(ProxyError("internal error in ragtrim"))
+
+    async def _prepare(self, found: Match, raw: bytes, headers: dict[str, str],
+                       tenant: str) -> RequestContext:  # fmt: skip
+        request_id = request_id_of(headers.get("x-request-id"), self.telemetry.max_request_id_chars)
+        route = found.route.kind
+        if route == "other":  # no stages (the key was checked on the head)
+            return await self._pass_through(found, request_id, raw, headers, tenant)
+        body = await self.parser.parse(raw, route)
+        previous = body.get("previous_response_id")
+        if found.route.owner == "creates" and isinstance(previous, str):
+            await self.owners.check(tenant, previous, "Previous response")
+        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
+        await self.pipeline.run(ctx)
+        return ctx
+
+    async def _pass_through(self, found: Match, request_id: str, raw: bytes,
+                            headers: dict[str, str], tenant: str) -> RequestContext:  # fmt: skip
+        """The table's rules for a pass-through route: the owner of a response id it
+        names, and the tenant's salt written over the client's; nothing else changes."""
+        spec, body = found.route, {}
+        if spec.owner == "reads":
+            await self.owners.check(tenant, found.object_id)
+        salt = self.salt(tenant) if spec.salted else None
+        if salt is not None or (spec.owner == "creates" and self.owners.enforced):
+            if len(raw) > self.parser.offload_bytes:
+                raw, body = await asyncio.to_thread(salted, raw, salt, self.parser)
+            else:
+                raw, body = salted(raw, salt, self.parser)
+        previous = body.get("previous_response_id")
+        if spec.owner == "creates" and isinstance(previous, str):
+            await self.owners.check(tenant, previous, "Previous response")
+        ctx = RequestContext(request_id, "other", raw, body, headers, route_match=found)
+        ctx.tenant = tenant
+        return ctx
+
+    async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
+                       reply: Reply, path: str) -> None:  # fmt: skip
+        await self.router.prepare(ctx)  # the kv_cache scorer's token ids, off the loop
+        ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
+        if ctx.route not in ("chat", "completions"):  # a pass-through, Responses or Messages
+            path = _with_query(path, scope.get("query_string") or b"")
+        headers = upstream_request_headers(scope["headers"], scope.get("client"), ctx.request_id)
+        await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)
+
+
+def salted(raw: bytes, salt: str | None, parser: RequestParser) -> tuple[bytes, dict]:
+    """(the bytes to send, the body): the JSON parsed (a 400 when it is not an object)
+    and, with a salt, written again with the tenant's cache_salt over the client's."""
+    body = parse_json(raw, parser.limits)
+    if salt is None or body.get("cache_salt") == salt:
+        return raw, body
+    prompt = Prompt(body)
+    prompt.set("cache_salt", salt)
+    return prompt.encode(raw), body
+
+
+_QUERY = re.compile(rb"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%]*")
+
+
+def _with_query(path: str, query: bytes) -> str:
+    """The table's path plus the client's query, which may hold only the characters
+    RFC 3986 §3.4 allows in a query (no `#`, no spaces, no control bytes)."""
+    if not query:
+        return path
+    if not _QUERY.fullmatch(query):
+        raise InvalidRequest("the query string holds characters a URL query may not")
+    return path + "?" + query.decode("ascii")

@@ -1,0 +1,163 @@
+"""The request's token ids as vLLM will see them: its chat template, its tokenizer.
+
+The kv_cache scorer (proxy/routing/kv/scorer.py) hashes these ids block by block as
+the KV events' token ids are hashed; any difference from vLLM's own ids (another
+template, special tokens added twice) would match nothing. So this does what vLLM's
+OpenAI server does (vllm/entrypoints/chat_utils.py, serving_chat; /tokenize with
+`messages` is the same path): text content parts joined with "\\n" (the "string"
+content format), `tokenizer.apply_chat_template(messages, tools=...,
+add_generation_prompt=True, tokenize=False, **chat_template_kwargs)`, then the text
+encoded with `add_special_tokens=False` (the template writes BOS itself). Completions:
+the prompt encoded with special tokens. The tokenizer is the backend's own, found from
+its model root as the token counter finds it (proxy/compression/token_counter.py); with none on
+this machine there are no ids, and the scorer falls back to affinity.
+
+Static prefix cache: the leading system/developer messages rendered alone are a
+prefix P of the whole text. P's ids are cached (LRU, `cache_entries`) and only the rest
+is encoded, when that is exact: the rest starts with a special token (special tokens
+are split off before BPE, so no merge crosses the cut). tests/integration/
+test_kv_events.py compares the result with vLLM's /tokenize for every framework
+template ragtrim recognises.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from proxy.backends.endpoint import EndpointPool
+from proxy.compression.token_counter import local_model_root
+
+STATIC_ROLES = ("system", "developer")
+
+
+def _text(content: Any) -> Any:
+    if isinstance(content, list):
+        parts = [
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        ]
+        return "\n".join(parts)
+    return content
+
+
+def vllm_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**m, "content": _text(m.get("content"))} if "content" in m else m for m in messages]
+
+
+class ChatTokenizer:
+    """One model's tokenizer and template, with the static-prefix cache."""
+
+    def __init__(self, root: str, cache_entries: int = 256):
+        from transformers import AutoTokenizer  # the `compress` extra; absent = no ids
+
+        self.tok = AutoTokenizer.from_pretrained(root)
+        added = {t.content for t in self.tok.added_tokens_decoder.values()}
+        self.specials = tuple(sorted(set(self.tok.all_special_tokens) | added))
+        self.cache: OrderedDict[str, list[int]] = OrderedDict()
+        self.cache_entries = cache_entries
+        # The kv_cache scorer tokenizes in worker threads: a fast tokenizer's encode
+        # mutably borrows its Rust state ("Already borrowed" when two threads encode),
+        # and the prefix cache's LRU moves are not atomic.
+        self.lock = threading.Lock()
+
+    def render(self, messages: list[dict[str, Any]], body: dict[str, Any], gen: bool) -> str:
+        kwargs = dict(body.get("chat_template_kwargs") or {})
+        return self.tok.apply_chat_template(messages, tools=body.get("tools"), tokenize=False,
+                                            add_generation_prompt=gen, **kwargs)  # fmt: skip
+
+    def encode(self, text: str, special: bool = False) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=special)
+
+    def chat(self, body: dict[str, Any]) -> list[int]:
+        with self.lock:
+            return self._chat(body)
+
+    def _chat(self, body: dict[str, Any]) -> list[int]:
+        messages = vllm_messages(body.get("messages") or [])
+        gen = bool(body.get("add_generation_prompt", True))
+        text = self.render(messages, body, gen)
+        n = next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
+                 len(messages))  # fmt: skip
+        if n == 0 or n == len(messages):
+            return self.encode(text)
+        prefix = self.render(messages[:n], body, False)
+        rest = text[len(prefix) :]
+        if not text.startswith(prefix) or not rest.startswith(self.specials):
+            return self.encode(text)
+        return self._prefix_ids(prefix) + self.encode(rest)
+
+    def _prefix_ids(self, prefix: str) -> list[int]:
+        ids = self.cache.get(prefix)
+        if ids is None:
+            ids = self.cache[prefix] = self.encode(prefix)
+            if len(self.cache) > self.cache_entries:
+                self.cache.popitem(last=False)
+        else:
+            self.cache.move_to_end(prefix)
+        return ids
+
+
+class RequestTokens:
+    """`ids(route, body, model)`: the token ids vLLM will see, or None when unknown.
+
+    `on_cost(ms_per_1k)` reports what it cost (ragtrim_kv_tokenize_ms_per_1k).
+
+    Loading a tokenizer takes seconds; on the event loop that stalls every request.
+    So the router asks with `wait=False`: a tokenizer not yet loaded is loaded on a
+    thread (once, however many ask) and this request gets no ids (the scorer falls
+    back to affinity). service.KvRouting.warm loads it when a backend turns healthy,
+    before the first request as a rule."""
+
+    def __init__(self, pool: EndpointPool, on_cost: Callable[[float], None] | None = None,
+                 explicit_dir: str = ""):  # fmt: skip
+        self.pool, self.on_cost, self.explicit_dir = pool, on_cost, explicit_dir
+        self._by_root: dict[str, ChatTokenizer | None] = {}
+        self._loading: set[str] = set()
+        self._lock = threading.Lock()  # one load at a time; a second caller gets its result
+
+    def tokenizer(self, model: str | None, wait: bool = True) -> ChatTokenizer | None:
+        """compression.tokenizer when set (a gateway whose pods do not share the model
+        volume ships the tokenizer dir), else the backend's local model root."""
+        root = self.explicit_dir or local_model_root(self.pool, model)
+        if root is None:
+            return None
+        if root in self._by_root:
+            return self._by_root[root]
+        if wait:
+            return self._load(root)
+        if root not in self._loading:
+            self._loading.add(root)
+            threading.Thread(target=self._load, args=(root,), daemon=True).start()
+        return None
+
+    def _load(self, root: str) -> ChatTokenizer | None:
+        with self._lock:
+            if root not in self._by_root:
+                try:
+                    self._by_root[root] = ChatTokenizer(root)
+                except Exception:  # noqa: BLE001 - no transformers, no template: no ids
+                    self._by_root[root] = None
+        return self._by_root[root]
+
+    def ids(self, route: str, body: dict[str, Any], model: str | None,
+            wait: bool = True) -> list[int] | None:  # fmt: skip
+        tok = self.tokenizer(model, wait)
+        if tok is None:
+            return None
+        t0 = time.perf_counter()
+        try:
+            if route == "chat":
+                ids = tok.chat(body)
+            elif route == "completions" and isinstance(body.get("prompt"), str):
+                with tok.lock:
+                    ids = tok.encode(body["prompt"], special=True)
+            else:
+                return None
+        except Exception:  # noqa: BLE001 - a template that refuses these messages: no ids
+            return None
+        if self.on_cost is not None and ids:
+            self.on_cost((time.perf_counter() - t0) * 1000 * 1000 / len(ids))
+        return ids

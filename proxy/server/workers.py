@@ -1,0 +1,131 @@
+"""`--workers N`: N processes, each with its own `SO_REUSEPORT` listener on the same
+port, so the kernel spreads connections across them (uvicorn's own `--workers` share
+one accepting socket, which balances unevenly under keep-alive: the first worker to
+wake takes most connections).
+
+What is shared and what is not, with N > 1:
+- shared through Redis (`redis_url`): the chunk memo and the prefix registry (hot
+  prefixes, replay bodies); without Redis each worker keeps its own, which is
+  correct but memoizes N times — a warning says so at start;
+- the same in every worker by construction: routing. Prefix affinity is a rendezvous
+  hash of the prefix key over the backend URLs, so every worker (and every ragtrim
+  replica) sends a prefix to the same vLLM replica;
+- per worker: the in-flight counts that the load scorer and the bounded-load picker
+  read, the cost gate's prefill samples, health state, the compressor and its model
+  (memory × N), Prometheus counters (scrape each worker's /metrics, or run one
+  worker per pod and scale pods — the recommended shape on Kubernetes).
+
+Workers are started with `spawn` (no fork of a parent that may hold torch state).
+The supervisor restarts a worker that dies and, on SIGTERM/SIGINT, passes the signal
+on and waits for every worker to drain.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import multiprocessing
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from proxy.http.edge import edge_protocol
+from proxy.settings import Settings
+
+log = logging.getLogger("ragtrim.workers")
+RESTART_BACKOFF_S = 1.0
+
+
+def reuseport_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def uvicorn_options(settings: Settings, app: Any = None) -> dict[str, Any]:
+    """httptools with ragtrim's limits on heads, bodies and connections (proxy/http),
+    its refusals counted in the app's metrics."""
+    metrics = getattr(app, "metrics", None)  # create_app's outermost layer carries them
+
+    def refused(reason: str) -> None:
+        if metrics is not None:
+            metrics.http_refused.labels(reason).inc()
+
+    return {
+        "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
+        "server_header": False, "date_header": True, "loop": "uvloop",
+        "http": edge_protocol(settings.http, refused), "ws": "none",  # no WebSocket routes
+        "timeout_keep_alive": settings.http.keep_alive_timeout,
+        "timeout_graceful_shutdown": settings.timeouts.drain,
+    }  # fmt: skip
+
+
+def run_one(settings: Settings, sock: socket.socket | None = None) -> None:
+    """One worker: the app on uvicorn (uvloop + httptools)."""
+    import uvicorn
+
+    from proxy.server.app import create_app
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    sys.setswitchinterval(settings.compression.gil_switch_ms / 1000)  # this process only
+    app = create_app(settings)
+    # What exists now (the imports, the app) lives as long as the process: out of the
+    # collector's sight, a full collection no longer walks it on the event loop (~60 ms
+    # in a built app, seen as a 115 ms /healthz stall on a small request, issue 33).
+    gc.freeze()
+    options = uvicorn_options(settings, app)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, **options)
+    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+
+
+def _worker_main(data: dict[str, Any]) -> None:
+    settings = Settings.model_validate(data)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    run_one(settings, reuseport_socket(settings.host, settings.port))
+
+
+class Supervisor:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.ctx = multiprocessing.get_context("spawn")
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.stopping = False
+
+    def _start(self) -> multiprocessing.process.BaseProcess:
+        proc = self.ctx.Process(target=_worker_main, args=(self.settings.model_dump(),))
+        proc.start()
+        return proc
+
+    def _stop(self, _signum: int, _frame: Any) -> None:
+        self.stopping = True  # each worker drains on SIGTERM (uvicorn graceful shutdown)
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+
+    def run(self) -> int:
+        if not self.settings.redis_url:
+            log.warning("%d workers without redis_url: memo and prefix registry are per worker",
+                        self.settings.workers)  # fmt: skip
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+        self.procs = [self._start() for _ in range(self.settings.workers)]
+        while not self.stopping:
+            time.sleep(0.2)
+            for i, proc in enumerate(self.procs):
+                if not proc.is_alive() and not self.stopping:
+                    log.warning("worker %s exited (%s); restarting", proc.pid, proc.exitcode)
+                    time.sleep(RESTART_BACKOFF_S)
+                    self.procs[i] = self._start()
+        deadline = time.monotonic() + self.settings.timeouts.drain + 5
+        for proc in self.procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+        return 0

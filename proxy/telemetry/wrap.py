@@ -1,0 +1,62 @@
+"""What operators run a gateway with (issue 22), held together for the composition
+root: tracing, the access log, per-tenant accounting and per-tenant limits.
+
+proxy/components.py builds one `Operations` (`make_operations`) and lets it wrap the
+parts it observes: the transport and the router (spans, only with tracing on), the
+forwarder's feedback (the request's record), and the data plane (the telemetry
+middleware, left out when tracing, the access log and accounting are all off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.types import ASGIApp
+
+from proxy.metrics import Metrics
+from proxy.stages.quota import QuotaStage
+from proxy.telemetry.accesslog import AccessLog
+from proxy.telemetry.middleware import TelemetryMiddleware
+from proxy.telemetry.record import ObservedFeedback
+from proxy.telemetry.traced import TracedRouter, TracedTransport
+from proxy.telemetry.tracing import Tracing
+from proxy.tenancy.accounting import Accounting
+
+
+@dataclass
+class Operations:
+    metrics: Metrics
+    tracing: Tracing | None = None
+    access_log: AccessLog | None = None
+    accounting: Accounting | None = None
+    quota: QuotaStage | None = None
+    vouches: Callable[[dict[str, str]], bool] | None = None  # may a client steer its trace
+
+    @property
+    def observing(self) -> bool:
+        return any((self.tracing, self.access_log, self.accounting))
+
+    def wrap_transport(self, transport: Any) -> Any:
+        return transport if self.tracing is None else TracedTransport(transport, self.tracing)
+
+    def wrap_router(self, router: Any) -> Any:
+        return router if self.tracing is None else TracedRouter(router, self.tracing)
+
+    def wrap_feedback(self, feedback: Any) -> Any:
+        return ObservedFeedback(feedback) if self.observing else feedback
+
+    def wrap_app(self, app: ASGIApp) -> ASGIApp:
+        if not self.observing:
+            return app
+        return TelemetryMiddleware(
+            app, self.metrics, tracing=self.tracing, access_log=self.access_log,
+            accounting=self.accounting, vouches=self.vouches,
+        )  # fmt: skip
+
+    async def aclose(self) -> None:
+        if self.tracing is not None:
+            self.tracing.shutdown()
+        if self.quota is not None:
+            await self.quota.limiter.aclose()
