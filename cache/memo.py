@@ -46,10 +46,6 @@ class ChunkMemo:
         them once; each hashes the whole document)."""
         return [_decode(value) for value in await self.store.get_many(list(keys))]
 
-    async def remember(self, fingerprint: str, documents: Sequence[str], question: str | None,
-                       entries: Sequence[MemoEntry], tenant: str = "") -> None:  # fmt: skip
-        await self.put(self.keys(fingerprint, documents, question, tenant), entries)
-
     async def put(self, keys: Sequence[str], entries: Sequence[MemoEntry]) -> None:
         items = {k: json.dumps(e.__dict__).encode() for k, e in zip(keys, entries, strict=True)}
         await self.store.set_many(items, self.ttl)

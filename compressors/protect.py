@@ -218,11 +218,6 @@ class Protector:
         return f"protect-v2:{','.join(self.kinds)}:{extra if self.extra_patterns else '-'}"
 
 
-def no_protection() -> Protector:
-    """A protector that finds nothing."""
-    return Protector(kinds=())
-
-
 def fold_protected(
     units: Sequence[Span], keep: Sequence[bool], protected: Sequence[Span]
 ) -> tuple[list[Span], list[bool]]:

@@ -20,7 +20,7 @@ from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
 from proxy.compression.engine import CompressionEngine
 from proxy.compression.ingest import Ingest
-from proxy.compression.parts import make_engine, make_gate, make_stable
+from proxy.compression.parts import make_engine, make_gate, make_stable, make_store
 from proxy.compression.recalibration import Recalibration
 from proxy.compression.stable import StableCompression
 from proxy.compression.token_counter import TargetTokenCounter
@@ -109,18 +109,6 @@ class Components:
         await self.ops.aclose()
         await self.store.aclose()
         self.engine.close()
-
-
-def make_store(settings: Settings, metrics: Metrics) -> KVStore:
-    """Both bounded in bytes (settings.store.memory_bytes): the in-process store, or
-    Redis with its outage fallback."""
-    local = MemoryStore(max_bytes=settings.store.memory_bytes)
-    if not settings.redis_url:
-        return local
-    return RedisStore(
-        settings.redis_url, timeout=settings.store.redis_timeout_s,
-        on_error=lambda op, exc: metrics.store_errors.labels(op).inc(), fallback=local,
-    )  # fmt: skip
 
 
 def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
@@ -237,7 +225,8 @@ def build(
     pool = EndpointPool.from_urls(static_backends)
     metrics.watch_pool(pool)
     transport = transport or AiohttpTransport(settings.timeouts.connect)
-    store = store if store is not None else make_store(settings, metrics)
+    if store is None:
+        store = make_store(settings, lambda op, _: metrics.store_errors.labels(op).inc())
     tenant = TenantStage(settings.tenancy)
     ops = make_operations(settings, store, metrics, tenant)
     c = settings.compression

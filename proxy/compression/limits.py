@@ -37,3 +37,12 @@ def check_documents(docs: list[Any], limits: CompressionLimitSettings, param: st
             f"{param}: {sum(sizes)} characters in all, at most {limits.max_request_chars} "
             "(compression.limits.max_request_chars)", param=param,
         )  # fmt: skip
+
+
+def within_limits(texts: list[str], limits: CompressionLimitSettings) -> bool:
+    """Whether a found context is small enough to compress (else it is forwarded as is)."""
+    return (
+        len(texts) <= limits.max_documents
+        and max(map(len, texts), default=0) <= limits.max_document_chars
+        and sum(map(len, texts)) <= limits.max_request_chars
+    )

@@ -5,12 +5,13 @@ assembles them with the rest; the LangChain runtime builds its own engine here t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from cache.features import FeatureCache
 from cache.forwarded import ForwardedRecord
 from cache.memo import ChunkMemo
 from cache.stable_forms import StableForms
-from cache.store import KVStore
+from cache.store import KVStore, MemoryStore, RedisStore
 from compressors import Compressor, build_compressor
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.cache_view import CacheView
@@ -18,7 +19,7 @@ from proxy.compression.engine import CompressionEngine
 from proxy.compression.stable import StableCompression
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
-from proxy.settings import CompressionSettings
+from proxy.settings import CompressionSettings, Settings
 
 
 def make_engine(
@@ -74,3 +75,20 @@ def make_stable(c: CompressionSettings, store: KVStore, gate: CostGate, metrics:
     gate.pool.on_removed.append(lambda ep: record.forget(ep.url))  # it left: nothing held
     view = CacheView(record, gate.pool, s.block_size)
     return StableCompression(view, forms, gate, metrics, engine.fingerprint)
+
+
+def make_store(
+    settings: Settings, on_error: Callable[[str, Exception], None] | None = None
+) -> KVStore:
+    """Both bounded in bytes (settings.store.memory_bytes): the in-process store, or
+    Redis with its outage fallback. The one recipe for the proxy and the LangChain
+    runtime (proxy/integrations/langchain/runtime.py)."""
+    local = MemoryStore(max_bytes=settings.store.memory_bytes)
+    if not settings.redis_url:
+        return local
+    return RedisStore(
+        settings.redis_url,
+        timeout=settings.store.redis_timeout_s,
+        on_error=on_error,
+        fallback=local,
+    )

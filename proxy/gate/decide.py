@@ -41,10 +41,11 @@ a steady queue as many requests wait behind a request as it found ahead of it, s
 with `waiting` vLLM's `vllm:num_requests_waiting` (proxy/backends/scrape.py reads it; the mean of
 the last few readings, `BackendQueue`). The
 smallest fresh reading over the backends is used (routing happens after compression:
-the safe side), and a reading older than `queue_fresh_s` counts as no queue (the
+the safe side), and a reading older than `BackendQueue.fresh_s` (2 s) counts as no queue (the
 gauges are read after responses; an idle replica sends none). So compression that
 does not pay for one request on an idle GPU pays on a replica with a queue.
-`always` compresses whenever a context is found; `never` never does.
+`always` compresses whenever a context is found (`compression.enabled=false` is the
+switch that turns compression off: proxy/config/removed.py refuses the old `never`).
 
 No request teaches the gate for others (issue 33). The job laws are kept per tenant
 (`TenantLaws`: a tenant's jobs price its own requests; until it has fresh ones, the

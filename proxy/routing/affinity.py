@@ -14,7 +14,7 @@ Backends are identified by URL: replicas must be configured with the same URL st
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
@@ -33,11 +33,6 @@ def hrw_weight(key: str, url: str) -> int:
     digest.update(b"\x00")
     digest.update(_canonical_url(url).encode())
     return int.from_bytes(digest.digest(), "big")
-
-
-def rendezvous_order(key: str, urls: Iterable[str]) -> list[str]:
-    """`urls` ordered by rendezvous weight for `key`, heaviest first (ties by URL)."""
-    return sorted(urls, key=lambda url: (-hrw_weight(key, url), url))
 
 
 class PrefixAffinity:

@@ -5,7 +5,7 @@ the framework (proxy/server/dataplane.py) and the control routes are plain Starl
 so FastAPI would describe none of them. The request schemas say what ragtrim itself
 checks (proxy/request/parse.py, proxy/compression/ingest.py, the `ragtrim` options); every
 other field passes through to vLLM unchanged, hence `additionalProperties: true`. It is what
-schemathesis fuzzes (tests/unit/proxy/test_openapi_fuzz.py): every error, whatever
+schemathesis fuzzes (tests/unit/proxy/server/test_openapi_fuzz.py): every error, whatever
 the input, is a 4xx in the OpenAI envelope, never a 5xx.
 """
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
 from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
+from proxy.compression.limits import within_limits
 from proxy.compression.recalibration import Recalibration
 from proxy.compression.stable import Choice, Prices, StableCompression
 from proxy.context import RequestContext
@@ -40,7 +41,6 @@ from proxy.gate.decide import CostGate, Decision
 from proxy.gate.token_estimate import TokenEstimate, visible_chars
 from proxy.metrics import Metrics
 from proxy.settings import CompressionLimitSettings
-from proxy.stages.segment import within_limits
 
 log = logging.getLogger("ragtrim.compress")
 

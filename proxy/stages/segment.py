@@ -58,12 +58,3 @@ def capped_question(seg: Segmentation, cap: int) -> Segmentation:
 def _named(field: Any) -> list[Any]:
     docs = field.get("documents") if isinstance(field, dict) else None
     return docs if isinstance(docs, list) else []
-
-
-def within_limits(texts: list[str], limits: CompressionLimitSettings) -> bool:
-    """Whether a found context is small enough to compress (else it is forwarded as is)."""
-    return (
-        len(texts) <= limits.max_documents
-        and max(map(len, texts), default=0) <= limits.max_document_chars
-        and sum(map(len, texts)) <= limits.max_request_chars
-    )

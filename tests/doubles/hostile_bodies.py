@@ -1,5 +1,5 @@
 """Pieces of the request bodies that scale one field (issue 33's probe), shared by
-tests/unit/proxy/test_hostile_fields.py and bench.abuse (bench/lib/abuse_fields.py)."""
+tests/unit/proxy/server/test_hostile_fields.py and bench.abuse (bench/lib/abuse_fields.py)."""
 
 from __future__ import annotations
 

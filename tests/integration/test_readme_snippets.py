@@ -1,6 +1,7 @@
-"""Every ```python block under the README's "Using ragtrim" section runs, as a user
-would run it, against ragtrim (real uvicorn) in front of the test vLLM: each snippet
-reads RAGTRIM_URL, VLLM_URL and RAGTRIM_MODEL and must exit 0 having printed an answer."""
+"""Every ```python block under the "Using ragtrim" section of the README and of
+docs/clients.md runs, as a user would run it, against ragtrim (real uvicorn) in front
+of the test vLLM: each snippet reads RAGTRIM_URL, VLLM_URL and RAGTRIM_MODEL and must
+exit 0 having printed an answer."""
 
 from __future__ import annotations
 
@@ -22,8 +23,13 @@ SECTION = "## Using ragtrim"
 
 
 def snippets() -> list[tuple[str, str]]:
-    """(subsection title, code) for each python block of the section."""
-    text = (ROOT / "README.md").read_text()
+    """(subsection title, code) for each python block of the section, in the README and
+    in docs/clients.md (the clients the README has no room for)."""
+    return [s for doc in ("README.md", "docs/clients.md") for s in snippets_of(doc)]
+
+
+def snippets_of(doc: str) -> list[tuple[str, str]]:
+    text = (ROOT / doc).read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     section = text[start : end if end != -1 else len(text)]

@@ -19,7 +19,8 @@ def test_roundtrip_shared_between_two_clients():
         prefix = f"ragtrim-test-{uuid.uuid4().hex}:"
         a, b = RedisStore(REDIS, prefix=prefix), RedisStore(REDIS, prefix=prefix)
         try:
-            await ChunkMemo(a).remember("fp", ["doc"], None, [MemoEntry("d", 3, 1)])
+            memo = ChunkMemo(a)
+            await memo.put(memo.keys("fp", ["doc"], None, ""), [MemoEntry("d", 3, 1)])
             assert await ChunkMemo(b).lookup("fp", ["doc", "x"], None) == [
                 MemoEntry("d", 3, 1), None,
             ]  # fmt: skip

@@ -14,10 +14,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from cache.store import MemoryStore, RedisStore
 from compressors import ApproxTokenCounter, HFTokenCounter
 from proxy.compression.engine import CompressionEngine
-from proxy.compression.parts import make_engine
+from proxy.compression.parts import make_engine, make_store
 from proxy.prompt.segment import Segmentation, Segmenter, apply_chat, apply_prompt
 from proxy.settings import Settings, load_settings
 
@@ -29,12 +28,7 @@ class Runtime:
     def __init__(self, settings: Settings | None = None, compressor=None):
         settings = settings or load_settings()
         c = settings.compression
-        local = MemoryStore(max_bytes=settings.store.memory_bytes)
-        timeout = settings.store.redis_timeout_s
-        redis = settings.redis_url and RedisStore(
-            settings.redis_url, timeout=timeout, fallback=local
-        )
-        store = redis or local
+        store = make_store(settings)
         counter = HFTokenCounter(c.tokenizer) if c.tokenizer else ApproxTokenCounter()
         self.rate = c.rate
         self.enabled = c.enabled

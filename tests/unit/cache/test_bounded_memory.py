@@ -8,8 +8,8 @@ import pytest
 from cache.memo import ChunkMemo, MemoEntry
 from cache.prefixes import HOT, PrefixRegistry
 from cache.store import MemoryStore, RedisStore
+from tests.support.redis_server import RedisServer
 from tests.support.servers import free_port
-from tests.unit.cache.redis_server import RedisServer
 
 MB = 1 << 20
 

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from cache.store import RedisStore
+from tests.support.redis_server import RedisServer
 from tests.support.servers import free_port
 from tests.support.waiting import until
-from tests.unit.cache.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration  # a real Redis server
 

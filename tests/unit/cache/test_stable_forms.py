@@ -10,8 +10,8 @@ import pytest
 from cache.keys import owner_of, tenant_tag
 from cache.stable_forms import MAX_QUESTION_CHARS, FormKey, StableForm, StableForms
 from cache.store import MemoryStore, RedisStore
+from tests.support.redis_server import RedisServer
 from tests.support.servers import free_port
-from tests.unit.cache.redis_server import RedisServer
 
 DOCS = (
     "The Loire is the longest river in France.",

@@ -35,7 +35,7 @@ def test_memo_roundtrip_and_question_scoping():
     async def scenario():
         memo = ChunkMemo(MemoryStore())
         entry = MemoEntry("short", 10, 4)
-        await memo.remember("fp", ["long doc"], None, [entry])
+        await memo.put(memo.keys("fp", ["long doc"], None, ""), [entry])
         assert await memo.lookup("fp", ["long doc", "other"], None) == [entry, None]
         assert await memo.lookup("fp2", ["long doc"], None) == [None]
         assert await memo.lookup("fp", ["long doc"], "q?") == [None]

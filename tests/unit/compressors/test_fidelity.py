@@ -11,7 +11,7 @@ import pytest
 
 from compressors import ApproxTokenCounter, Budget, FastExtractiveCompressor
 from compressors.verbatim import merge, partition
-from tests.unit.compressors.fidelity_cases import CASES, check_case
+from tests.support.fidelity_cases import CASES, check_case
 
 BUDGET = Budget(rate=0.3)
 

@@ -18,7 +18,7 @@ from compressors import (
     encode_features,
 )
 from compressors.fast_extractive.static_embed import default_static_path
-from tests.unit.compressors.fast_extractive.reference_compressor import ReferenceFastExtractive
+from tests.support.reference_compressor import ReferenceFastExtractive
 
 N_CASES = 8  # per distractor kind: ~2k tokens each
 

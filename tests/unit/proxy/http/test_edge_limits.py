@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import rawhttp
 from tests.support.servers import free_port
-from tests.unit.proxy.http import rawhttp
 
 ROOT = Path(__file__).resolve().parents[4]
 HEAD_S, BODY_S, MAX_CONNECTIONS = 1.0, 1.5, 24

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from proxy.stages.tenant import tenant_salt
+from tests.support import rawhttp
 from tests.support.servers import serving
-from tests.unit.proxy.http import rawhttp
 
 SECRET = "exact-routes-secret-16"
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": SECRET}

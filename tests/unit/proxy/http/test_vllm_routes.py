@@ -112,7 +112,9 @@ def test_the_new_routes_reach_the_backend_salted_and_without_the_key(recording, 
         assert not names & {"authorization", "x-api-key"}, path  # no client key goes upstream
         assert "anthropic-version" in names, path
         if method == "POST":
-            assert seen["cache_salt"] == (salt if route_table.EXACT[path].salted else "forged"), path
+            assert seen["cache_salt"] == (salt if route_table.EXACT[path].salted else "forged"), (
+                path
+            )
 
 
 def test_the_admin_routes_are_404s_and_never_reach_the_backend(recording, make_proxy):

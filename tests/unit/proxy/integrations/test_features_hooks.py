@@ -12,7 +12,7 @@ from proxy.integrations.langchain import RagtrimDocumentCompressor
 from proxy.integrations.llamaindex import RagtrimFeatures
 from proxy.settings import Settings
 from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
-from tests.unit.proxy.stages.test_compress_e2e import ALWAYS, DOCS, post, rag_body
+from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, post, rag_body
 
 
 def test_langchain_transform_then_any_query_computes_nothing(static_model):  # noqa: F811

@@ -17,8 +17,8 @@ from proxy.integrations.langchain import (
 )
 from proxy.prompt.segment.frameworks import framework_text
 from proxy.settings import Settings
-from tests.unit.proxy.doubles import HalfWords
-from tests.unit.proxy.integrations.doubles import EchoLLM, EchoSystem, NoStream
+from tests.support.compressor_doubles import HalfWords
+from tests.support.langchain_doubles import EchoLLM, EchoSystem, NoStream
 
 DOCS = ["one two three four five six", "alpha beta gamma delta epsilon zeta"]
 SYSTEM = (

@@ -13,7 +13,8 @@ import pytest
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.affinity import PrefixAffinity, rendezvous_order
+from proxy.routing.affinity import PrefixAffinity
+from tests.support.rendezvous import rendezvous_order
 
 ROOT = Path(__file__).resolve().parents[4]
 URLS = [f"http://vllm-{i}:8000" for i in range(5)]
@@ -82,7 +83,7 @@ def test_two_scorer_instances_agree():
 
 def test_other_processes_agree_whatever_their_hash_seed():
     code = (
-        "import sys; from proxy.routing.affinity import rendezvous_order as r; "
+        "import sys; from tests.support.rendezvous import rendezvous_order as r; "
         "print([r(k, sys.argv[1:])[0] for k in ('a', 'b', 'c', 'd', 'e')])"
     )
     here = str([rendezvous_order(k, URLS)[0] for k in "abcde"])

@@ -9,10 +9,11 @@ import pytest
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.affinity import PrefixAffinity, rendezvous_order
+from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad, load_bound
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Router, Weighted
+from tests.support.rendezvous import rendezvous_order
 
 URLS = [f"http://vllm-{i}:8000" for i in range(4)]
 HOT = "f" * 64

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from proxy.prompt.segment import Segmenter
-from tests.unit.proxy.doubles import HalfWords
+from tests.support.compressor_doubles import HalfWords
 
 TENANCY = {"api_keys": {"key-a": "acme"}, "salt_secret": "quota-forms-secret!"}
 ACME = {"authorization": "Bearer key-a"}

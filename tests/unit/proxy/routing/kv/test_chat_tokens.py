@@ -1,0 +1,84 @@
+"""Request token ids with the model's own chat template (the tiny Llama of make setup);
+equality with vLLM's /tokenize is tests/integration/test_kv_events.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.routing.kv.chat_tokens import ChatTokenizer, RequestTokens, vllm_messages
+
+TINY = Path(__file__).resolve().parents[5] / ".models" / "tiny-llama"
+pytestmark = pytest.mark.skipif(not (TINY / "tokenizer.json").exists(), reason="make setup")
+SYSTEM = {"role": "system", "content": "You answer from the documents. " * 20}
+
+
+def pool(root: str) -> EndpointPool:
+    card = {"id": "tiny-llama", "root": root}
+    return EndpointPool([Endpoint("http://a", healthy=True, model_cards=(card,))])
+
+
+def test_static_prefix_cache_gives_the_ids_of_the_whole_text():
+    tok = ChatTokenizer(str(TINY))
+    body = {"messages": [SYSTEM, {"role": "user", "content": "What is in the box?"}]}
+    whole = tok.encode(tok.render(vllm_messages(body["messages"]), body, True))
+    assert tok.chat(body) == whole and len(tok.cache) == 1
+    assert tok.chat(body) == whole and len(tok.cache) == 1  # from the cache
+    (prefix,) = tok.cache.values()
+    other = {"messages": [SYSTEM, {"role": "user", "content": "And the other one?"}]}
+    assert tok.chat(other)[: len(prefix)] == whole[: len(prefix)] == prefix
+
+
+def test_content_parts_are_joined_as_vllm_does():
+    parts = [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
+    assert vllm_messages([{"role": "user", "content": parts}])[0]["content"] == "one\ntwo"
+
+
+def test_request_tokens_find_the_model_root_and_report_the_cost():
+    costs: list[float] = []
+    tokens = RequestTokens(pool(str(TINY)), on_cost=costs.append)
+    ids = tokens.ids(
+        "chat", {"messages": [SYSTEM, {"role": "user", "content": "Hi"}]}, "tiny-llama"
+    )
+    assert ids and costs and costs[0] > 0
+    assert tokens.ids("completions", {"prompt": "Hello there"}, "tiny-llama")
+    assert tokens.ids("other", {}, "tiny-llama") is None
+
+
+def test_no_local_root_means_no_ids():
+    assert RequestTokens(pool("/nonexistent")).ids("chat", {"messages": []}, "tiny-llama") is None
+    explicit = RequestTokens(pool("/nonexistent"), explicit_dir=str(TINY))
+    assert explicit.ids("completions", {"prompt": "Hi"}, "tiny-llama")
+
+
+async def test_kv_warm_loads_the_tokenizer_off_the_loop():
+    from proxy.metrics import Metrics
+    from proxy.routing.kv.service import build_kv
+    from proxy.settings import KvEventsSettings
+
+    p = pool(str(TINY))
+    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics(), "")
+    await kv.warm(p.endpoints[0])
+    assert kv.tokens._by_root[str(TINY)] is not None
+
+
+def test_without_wait_a_cold_tokenizer_loads_on_a_thread_and_gives_no_ids_yet():
+    """The router asks with wait=False: it never loads a tokenizer on the event loop
+    (seconds); the first ask starts one load on a thread, later asks get ids."""
+    import time
+
+    tokens = RequestTokens(pool(str(TINY)))
+    body = {"messages": [SYSTEM, {"role": "user", "content": "Hi"}]}
+    t0 = time.perf_counter()
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) is None
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) is None  # still loading
+    assert time.perf_counter() - t0 < 0.5 and tokens._loading == {str(TINY)}
+    for _ in range(300):
+        if tokens.ids("chat", body, "tiny-llama", wait=False):
+            break
+        time.sleep(0.05)
+    assert tokens.ids("chat", body, "tiny-llama", wait=False) == tokens.ids(
+        "chat", body, "tiny-llama"
+    )
