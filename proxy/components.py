@@ -18,10 +18,10 @@ from proxy.backends.endpoint import EndpointPool
 from proxy.backends.health import HealthChecker
 from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
-from proxy.compression.engine import CompressionEngine
 from proxy.compression.ingest import Ingest
 from proxy.compression.parts import make_engine, make_gate, make_stable, make_store
 from proxy.compression.recalibration import Recalibration
+from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.compression.token_counter import TargetTokenCounter
 from proxy.gate.decide import CostGate
@@ -69,8 +69,7 @@ class Components:
     pool: EndpointPool
     health: HealthChecker
     store: KVStore
-    engine: CompressionEngine
-    gate: CostGate
+    compression: CompressionService  # the gate, the engine and the prefix cache's say
     prefixes: PrefixRegistry
     feedback: Feedback
     forwarder: Forwarder
@@ -92,9 +91,9 @@ class Components:
 
     async def _warm_engine(self) -> None:
         try:
-            await self.engine.warm(self.settings.compression.torch_threads)
+            await self.compression.warm(self.settings.compression.torch_threads)
         except Exception as exc:  # noqa: BLE001 - logged; requests fail open
-            log.warning("compressor %s failed to load: %r", self.engine.name, exc)
+            log.warning("compressor %s failed to load: %r", self.compression.name, exc)
 
     async def stop(self) -> None:
         if self._warming is not None:
@@ -108,17 +107,15 @@ class Components:
         await self.transport.aclose()
         await self.ops.aclose()
         await self.store.aclose()
-        self.engine.close()
+        self.compression.engine.close()
 
 
-def make_stages(settings: Settings, tenant: TenantStage, engine: CompressionEngine,
-                gate: CostGate, metrics: Metrics, quota: QuotaStage | None = None,
-                stable: StableCompression | None = None) -> list[Stage]:  # fmt: skip
+def make_stages(settings: Settings, tenant: TenantStage, compression: CompressionService,
+                metrics: Metrics, quota: QuotaStage | None = None) -> list[Stage]:  # fmt: skip
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
-    compress = CompressStage(engine, gate, metrics, rate, settings.log_prompts, c.limits,
-                             Recalibration(engine, gate, c.recalibrate_s), stable)  # fmt: skip
+    compress = CompressStage(compression, rate)
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
@@ -233,7 +230,10 @@ def build(
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor, pool)
     stable = make_stable(c, store, gate, metrics, engine)
-    stages = make_stages(settings, tenant, engine, gate, metrics, ops.quota, stable)
+    compression = CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,
+                                     Recalibration(engine, gate, c.recalibrate_s),
+                                     stable)  # fmt: skip
+    stages = make_stages(settings, tenant, compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
     router = build_router(settings.routing, metrics, panic=settings.health.panic, kv=kv,
@@ -251,7 +251,7 @@ def build(
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)
     return Components(
         settings=settings, metrics=metrics, pool=pool, health=health,
-        store=store, engine=engine, gate=gate, prefixes=prefixes, feedback=feedback,
+        store=store, compression=compression, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant, ops=ops, discovery=discovery,
         ingest=Ingest(engine, c.rate, c.limits, settings.requests.max_question_chars), kv=kv,
     )  # fmt: skip

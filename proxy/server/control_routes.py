@@ -74,7 +74,7 @@ def _readiness(parts: Components, scope: dict) -> JSONResponse:
     healthy = [ep.url for ep in parts.pool.healthy()]
     body: dict = {"ready": bool(healthy)}
     if _may_see_details(parts, scope):
-        body |= {"healthy": healthy, "compressor": parts.engine.state}
+        body |= {"healthy": healthy, "compressor": parts.compression.engine.state}
     return JSONResponse(body, 200 if healthy else 503)
 
 

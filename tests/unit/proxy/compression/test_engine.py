@@ -162,6 +162,6 @@ def test_app_wiring_gives_question_aware_compressors_a_shared_budget():
 
     c = Pooled()
     parts = build(Settings(backends=["http://127.0.0.1:9"]), compressor=c)
-    asyncio.run(parts.engine.compress(DOCS, "q", 0.5))
+    asyncio.run(parts.compression.engine.compress(DOCS, "q", 0.5))
     assert c.budgets[-1].target_tokens is not None
-    parts.engine.close()
+    parts.compression.engine.close()

@@ -26,10 +26,10 @@ from cache.store import MemoryStore
 from compressors.tokens import ApproxTokenCounter
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.parts import make_engine, make_gate
+from proxy.compression.service import CompressionService
 from proxy.metrics import Metrics
 from proxy.response.feedback import Feedback
 from proxy.settings import Settings
-from proxy.stages.compress import CompressStage
 
 BACKEND = "http://vllm:8000"
 RATE = 0.5
@@ -66,7 +66,7 @@ class Proxy:
         self.engine.compressor.load()  # as warm-up would (no calibration: B's price is the prior)
         self.gate = make_gate(c, self.engine.compressor, self.pool)
         metrics = Metrics()
-        self.stage = CompressStage(self.engine, self.gate, metrics, c.rate, False, c.limits)
+        self.stage = CompressionService(self.engine, self.gate, metrics, False, c.limits)
         self.feedback = Feedback(metrics, self.gate, None, self.pool)
 
     async def send(self, tenant: str, docs: list[str], question: str = QUESTION) -> str:

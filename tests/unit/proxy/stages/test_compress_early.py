@@ -5,10 +5,10 @@ features' lookup; one it prices does both, as before."""
 import asyncio
 
 from proxy.backends.endpoint import EndpointPool
+from proxy.compression.service import CompressionService
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
 from proxy.settings import CompressionLimitSettings
-from proxy.stages.compress import CompressStage
 
 DOCS = ["Paris is the capital of France. " * 20, "The Seine flows through Paris. " * 20]
 
@@ -51,7 +51,7 @@ def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
     engine = CountingEngine()
     gate = CostGate(policy, prior_ms_per_1k=10.0, min_context_tokens=min_context_tokens,
                     max_added_ms=1e4, pool=EndpointPool())  # fmt: skip
-    stage = CompressStage(engine, gate, Metrics(), 0.33, False, CompressionLimitSettings())
+    stage = CompressionService(engine, gate, Metrics(), False, CompressionLimitSettings())
     ctx = Ctx()
     assert asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33)) == DOCS
     return engine, ctx.response_headers["x-ragtrim-decision"]

@@ -1,0 +1,234 @@
+"""The compression service: one call, `decide_and_run`, between the compress stage and
+everything that decides and compresses (issue 32): the prefix cache's say (stable.py), the
+cost gate (proxy/gate/), the engine (engine.py) and the re-measurement (recalibration.py)
+talk behind it. The start-up calibration reaches the gate once, when `warm` ends.
+
+Each context document is shrunk memoized, off the loop, and failing open.
+
+The budget is the request's own (proxy/prompt/ragtrim_options.py) or the settings' rate. The gate
+decides whether compressing pays off for this request.
+
+The gate's token count is an estimate from characters, with the target tokenizer's
+characters per token learned from each compression (the compressor counts exactly,
+in the worker). The decision barely depends on it (saving and cost both scale with
+the count) and an exact count on the event loop cost ~2.4 ms per 2k tokens, which
+requests the gate skips paid as pure overhead (serialised at concurrency 4).
+No request teaches it for others (issue 33): per tenant, from the documents the
+compressor tokenized (never memo hits), on visible characters, clamped and aged
+(proxy/gate/token_estimate.py); the gate's laws likewise learn per tenant (proxy/gate/decide.py).
+
+No silent loss of context (issue 23): a context beyond `compression.limits` is
+forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, long
+URLs, code: compressors/verbatim.py) are kept verbatim and never reach the compressor;
+and a compression that would forward an empty context where the client sent one is
+discarded (`failed-open:emptied`, counted): the original goes upstream.
+
+Never cost a cache hit (issue 29): with `compression.stable` on, the prefix cache has
+its say first (proxy/compression/stable.py): the client's prompt when a backend holds it
+(`skip:cached`), a compressed form of these documents sent before, byte for byte
+(`compress:stable`), grown when the question needs more (`compress:stable-grown`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
+from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
+from proxy.compression.limits import within_limits
+from proxy.compression.recalibration import Recalibration
+from proxy.compression.stable import Choice, Prices, StableCompression
+from proxy.context import RequestContext
+from proxy.errors import describe_error
+from proxy.gate.decide import CostGate, Decision
+from proxy.gate.token_estimate import TokenEstimate, visible_chars
+from proxy.metrics import Metrics
+from proxy.settings import CompressionLimitSettings
+
+log = logging.getLogger("ragtrim.compress")
+
+
+@dataclass(eq=False)
+class CompressionService:
+    """Decides and compresses one request's documents; the stage's one collaborator."""
+
+    engine: CompressionEngine
+    gate: CostGate
+    metrics: Metrics
+    log_prompts: bool
+    limits: CompressionLimitSettings
+    recalibration: Recalibration | None = None  # None: the start-up calibration only
+    stable: StableCompression | None = None  # None: compression.stable.enabled false
+    estimate: TokenEstimate = field(default_factory=TokenEstimate, init=False)
+
+    async def warm(self, torch_threads: int) -> None:
+        """Load the compressor and measure it (compressors/calibration.py): the gate gets
+        that first price here, once, at start."""
+        await self.engine.warm(torch_threads)
+        if self.engine.calibration is not None:
+            self.gate.observe_calibration(self.engine.calibration)
+
+    @property
+    def name(self) -> str:
+        return self.engine.name
+
+    def estimate_tokens(self, texts: list[str], tenant: str = "") -> int:
+        return self.estimate.tokens(tenant, texts)
+
+    def _learn(self, tenant: str, texts: list[str], outcome: Outcome) -> None:
+        """What this job teaches `tenant`'s prices (issue 33): its cost, and the characters
+        per token of the documents the compressor counted now (memo hits teach nothing)."""
+        self.gate.observe_compression(outcome, tenant)
+        if outcome.misses and self.recalibration is not None:
+            self.recalibration.learned()
+        fresh = [texts[i] for i in outcome.fresh if i < len(texts)]
+        if fresh:
+            self.estimate.learn(tenant, visible_chars(fresh), outcome.fresh_tokens)
+
+    async def decide_and_run(self, ctx: RequestContext, texts: list[str], question: str,
+                             rate: float | str | None) -> list[str]:  # fmt: skip
+        """The new document texts (`texts` where compressing must not), recorded for the
+        prefix cache as what goes upstream."""
+        new_texts = await self._shrink(ctx, texts, question, rate) if rate else texts
+        if self.stable is not None:
+            self.stable.record_sent(ctx, new_texts, self.estimate.chars_per_token(ctx.tenant))
+        return new_texts
+
+    async def _shrink(self, ctx, texts: list[str], question: str, rate: float) -> list[str]:
+        """The new document texts: compressed, or `texts` where compressing must not."""
+        fits = within_limits(texts, self.limits)
+        chosen = await self._judgeable(texts) if fits else []
+        if not chosen:
+            ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
+            self.metrics.compress_decisions.labels("skip").inc()
+            return texts
+        picked = [texts[i] for i in chosen]
+        choice = await self._choose(ctx, texts, picked, question, rate)
+        if choice.kind in ("original", "form"):  # no job: the prefix cache decided
+            ctx.response_headers["x-ragtrim-decision"] = choice.reason
+            self.metrics.compress_decisions.labels(choice.reason.split(":")[0]).inc()
+            self.stable.count(choice)  # type: ignore[union-attr]
+            if choice.form is None:
+                return texts
+            ctx.response_headers.update({
+                "x-ragtrim-compressor": self.engine.name,
+                "x-ragtrim-tokens-before": str(choice.form.tokens_before),
+                "x-ragtrim-tokens-after": str(choice.form.tokens_after),
+            })  # fmt: skip
+            return list(choice.form.texts)
+        outcome = await self._compress(ctx, picked, question, rate, choice)
+        if outcome is None:
+            return texts
+        new = merge_verbatim(texts, chosen, outcome.texts)
+        if any(t.strip() for t in texts) and not any(t.strip() for t in new):
+            self.metrics.compress_failures.labels("emptied").inc()
+            ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
+            return texts
+        if self.stable is not None:
+            sizes = (outcome.tokens_before, outcome.tokens_after)
+            new, reason = self.stable.settle(ctx, choice, new, question, *sizes)
+            if reason:
+                ctx.response_headers["x-ragtrim-decision"] = reason
+        return new
+
+    async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
+                      rate: float) -> Choice:  # fmt: skip
+        """The prefix cache's say (proxy/compression/stable.py); "fresh" without it."""
+        if self.stable is None:
+            return Choice("fresh")
+        tenant = ctx.tenant
+        prices = Prices(tenant, self.estimate.chars_per_token(tenant),
+                        self.estimate_tokens(picked, tenant), len(picked),
+                        self.engine.in_flight() + 1)  # fmt: skip
+        return await self.stable.choose(ctx, texts, question, rate, prices)
+
+    async def _judgeable(self, texts: list[str]) -> list[int]:
+        """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop."""
+        if sum(map(len, texts)) > self.limits.offload_bytes:
+            return await asyncio.to_thread(partition_verbatim, texts)
+        return partition_verbatim(texts)
+
+    async def _compress(self, ctx, texts: list[str], question: str, rate: float,
+                        choice: Choice):  # fmt: skip
+        if choice.kind == "check":  # priced by the stable path: a check over seen documents
+            decision = Decision("compress", rate, choice.reason)
+        else:
+            decision = await self._decide(ctx, texts, question, rate, choice.held)
+        ctx.response_headers["x-ragtrim-decision"] = decision.reason
+        self.metrics.compress_decisions.labels(decision.action).inc()
+        if decision.rate is None:
+            if decision.for_cost and self.recalibration is not None:
+                self.recalibration.after_skip()
+            return None
+        try:
+            # a check selects by score margin (issue 29): what the question needs, not
+            # half of every document, so a grown form gains sentences that matter
+            asked = AUTO if rate == AUTO or choice.kind == "check" else decision.rate
+            outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
+        except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
+            reason = _failure_reason(exc)
+            log.warning("compression failed open (%s): %s", reason,
+                        describe_error(exc, self.log_prompts))  # fmt: skip
+            self.metrics.compress_failures.labels(reason).inc()
+            ctx.response_headers["x-ragtrim-decision"] = f"failed-open:{reason}"
+            return None
+        self._record(ctx, outcome)
+        self._learn(ctx.tenant, texts, outcome)
+        return outcome
+
+    async def _decide(self, ctx, texts: list[str], question: str, rate: float, held: int = 0):
+        """The gate's call; the memo and the features are looked up only when it needs
+        them (not for a policy or a short context)."""
+        tenant = ctx.tenant
+        tokens = self.estimate_tokens(texts, tenant)
+        early = self.gate.decide_early(tokens, _expected(rate))
+        if early is not None:
+            return early
+        found = await self.engine.lookup(texts, question, rate, tenant)
+        per_char = self.gate.compressor_ms_per_token(tenant) / self.estimate.chars_per_token(tenant)
+        hits = sum(e is not None for e in found)
+        return self.gate.decide(context_tokens=tokens, cached_docs=hits,
+                                total_docs=len(texts), rate=_expected(rate),
+                                wait_ms=self.engine.expected_wait_ms(per_char),
+                                seen_docs=await self._seen(texts, found, tenant),
+                                in_flight=self.engine.in_flight(), tenant=tenant,
+                                held=held)  # fmt: skip
+
+    async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
+        """Output-memo misses whose features are memoized: the gate prices them at the
+        seen rate (issue 18)."""
+        misses = [t for t, e in zip(texts, found, strict=True) if e is None]
+        return await self.engine.seen_documents(misses, tenant) if misses else 0
+
+    def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
+        ctx.response_headers.update({
+            "x-ragtrim-compressor": self.engine.name,
+            "x-ragtrim-tokens-before": str(outcome.tokens_before),
+            "x-ragtrim-tokens-after": str(outcome.tokens_after),
+            "x-ragtrim-compress-ms": f"{outcome.ms:.1f}",
+            "x-ragtrim-cache-hits": f"{outcome.hits}/{outcome.hits + outcome.misses}",
+            "x-ragtrim-features-seen": f"{outcome.seen}/{outcome.misses}",  # issue 18
+        })  # fmt: skip
+        m = self.metrics
+        m.compress_tokens.labels("before").inc(outcome.tokens_before)
+        m.compress_tokens.labels("after").inc(outcome.tokens_after)
+        m.compress_seconds.observe(outcome.ms / 1000)
+        m.memo_lookups.labels("hit").inc(outcome.hits)
+        m.memo_lookups.labels("miss").inc(outcome.misses)
+
+
+def _expected(rate: float | str) -> float:
+    """The keep rate the gate prices: an adaptive budget's most kept (the least saved)."""
+    return AdaptiveBudget().rate if rate == AUTO else rate
+
+
+def _failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, CompressionBusy):
+        return "busy"
+    if isinstance(exc, (TimeoutError, DeadlineExceeded)):  # the worker's own deadline
+        return "timeout"
+    if isinstance(exc, WorkerCrashed):
+        return "crash"
+    return "error"
