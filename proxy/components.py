@@ -130,12 +130,11 @@ def make_stages(settings: Settings, tenant: TenantStage, compression: Compressio
 
 def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
                   prefixes: PrefixRegistry, transport: Transport) -> Feedback:  # fmt: skip
-    feedback = Feedback(metrics, gate, prefixes, gate.pool)
+    scraper = None
     if c.prefill_metrics:
-        feedback.prefill = MetricsScraper(gate.pool, transport, feedback.prefill_sample,
-                                          min_interval=c.prefill_scrape_interval,
-                                          queue=gate.observe_queue)  # fmt: skip
-    return feedback
+        scraper = MetricsScraper(gate.pool, transport, metrics,
+                                 min_interval=c.prefill_scrape_interval)  # fmt: skip
+    return Feedback(metrics, gate, prefixes, gate.pool, scraper)
 
 
 def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: EndpointPool,

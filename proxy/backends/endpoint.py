@@ -17,6 +17,7 @@ discovery pruned only the pool entry: a departed pod's law kept feeding the gate
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,12 @@ class Endpoint:
     left: bool = False  # removed from the pool: requests still on it count in no series
 
     # in flight ------------------------------------------------------------------
+    def observe_queue(self, waiting: float, running: float, at: float | None = None) -> None:
+        """vLLM's (waiting, running) gauges as read now (proxy/backends/scrape.py); the
+        gate's `BackendQueue` reads the window."""
+        at = time.monotonic() if at is None else at
+        self.queue.append((max(0.0, waiting), max(0.0, running), at))
+
     def take(self) -> None:
         self.in_flight += 1
 

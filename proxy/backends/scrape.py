@@ -36,11 +36,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.errors import LocalResourceError, UpstreamError
+from proxy.metrics import Metrics
 from proxy.upstream.control import call
 from proxy.upstream.transport import Transport
 
@@ -49,8 +49,6 @@ TIME = "vllm:request_prefill_time_seconds"
 TOKENS = "vllm:request_prefill_kv_computed_tokens"
 WANTED = tuple(f"{name}_{part}" for name in (TIME, TOKENS) for part in ("sum", "count"))
 GAUGES = ("vllm:num_requests_waiting", "vllm:num_requests_running")
-Observe = Callable[[str, float, float], None]  # (backend, tokens, ms)
-Queue = Callable[[str, float, float], None]  # (backend, waiting, running)
 
 
 def parse_totals(text: str) -> dict[str, float]:
@@ -99,13 +97,17 @@ def sample_between(before: dict[str, float] | None, now: dict[str, float]):
 
 @dataclass(eq=False)
 class MetricsScraper:
+    """Reads a backend's /metrics after its responses and writes what it read into the
+    backend's record (issue 32): the prefill sample into `ep.prefill`, the law the gate
+    prices with (source "metrics", which outranks TTFTs), the queue gauges into `ep.queue`.
+    Nothing is wired to it after construction; the feedback only pokes it."""
+
     pool: EndpointPool
     transport: Transport
-    observe: Observe
+    metrics: Metrics
     min_interval: float = field(kw_only=True)
     timeout: float = field(default=2.0, kw_only=True)
     retry_s: float = field(default=60.0, kw_only=True)
-    queue: Queue | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         self.pool.on_removed.append(self.forget)
@@ -163,13 +165,15 @@ class MetricsScraper:
         if text is None or self.pool.get(ep.url) is not ep:
             return None
         now, gauges = parse_totals(text), parse_gauges(text)
-        if self.queue is not None and len(gauges) == len(GAUGES):
-            self.queue(ep.url, gauges[GAUGES[0]], gauges[GAUGES[1]])
+        if len(gauges) == len(GAUGES):
+            ep.observe_queue(gauges[GAUGES[0]], gauges[GAUGES[1]])
         sample = sample_between(ep.scrape.last, now)
         if now:
             ep.scrape.last = now
         if sample is not None:
-            self.observe(ep.url, *sample)
+            tokens, ms = sample
+            self.metrics.prefill_samples.labels(ep.url, "metrics").inc()
+            ep.prefill.add(ms, tokens, "metrics")
         return sample
 
     async def drain(self) -> None:

@@ -163,9 +163,6 @@ class CostGate:
         if seen_tokens >= MIN_SAMPLE_TOKENS:
             self.laws.get(tenant).seen.add(max(0.0, ms - unseen_ms), round(seen_tokens))
 
-    def observe_queue(self, backend: str, waiting: float, running: float) -> None:
-        self.queue.observe(backend, waiting, running)
-
     # estimates ----------------------------------------------------------------
     def prefill_ms_per_token(self, tenant: str = "") -> float | None:
         laws = (ep.prefill.value(tenant) for ep in self.pool.endpoints)

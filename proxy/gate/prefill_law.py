@@ -136,14 +136,6 @@ class BackendQueue:
         self.pool = pool
         self.fresh_s = fresh_s
 
-    def observe(self, backend: str, waiting: float, running: float,
-                at: float | None = None) -> None:  # fmt: skip
-        """Kept on the backend's record; dropped when it is no longer in the pool."""
-        ep = self.pool.get(backend)
-        if ep is not None:
-            at = time.monotonic() if at is None else at
-            ep.queue.append((max(0.0, waiting), max(0.0, running), at))
-
     def waiting(self, now: float | None = None) -> float:
         """Mean requests waiting on the least-queued backend that was ever read; one
         without a fresh reading counts as none waiting."""

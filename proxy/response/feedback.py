@@ -19,6 +19,7 @@ from typing import Any
 
 from cache.prefixes import PrefixRegistry
 from proxy.backends.endpoint import Endpoint, EndpointPool
+from proxy.backends.scrape import MetricsScraper
 from proxy.context import RequestContext
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
@@ -29,20 +30,14 @@ log = logging.getLogger("ragtrim.feedback")
 
 class Feedback:
     def __init__(self, metrics: Metrics, gate: CostGate, prefixes: PrefixRegistry,
-                 pool: EndpointPool | None = None):  # fmt: skip
+                 pool: EndpointPool | None = None,
+                 prefill: MetricsScraper | None = None):  # fmt: skip
         self.metrics = metrics
         self.gate = gate
         self.prefixes = prefixes
         self.pool = gate.pool if pool is None else pool
         self._tasks: set[asyncio.Task[None]] = set()
-        self.prefill = None  # a MetricsScraper, wired by components
-
-    def prefill_sample(self, backend: str, tokens: float, ms: float) -> None:
-        """One (tokens, ms) point read from a backend's metrics."""
-        if self.pool.get(backend) is None:  # it left while its metrics were read
-            return
-        self.metrics.prefill_samples.labels(backend, "metrics").inc()
-        self.gate.observe_prefill(backend, tokens, ms, "metrics")
+        self.prefill = prefill  # None: compression.prefill_metrics is off
 
     def observe(self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None,
                 ttft_ms: float | None) -> None:  # fmt: skip

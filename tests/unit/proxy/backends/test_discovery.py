@@ -24,7 +24,7 @@ from proxy.backends.health import HealthChecker
 from proxy.backends.warmup import Warmer
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
-from proxy.routing.affinity import PrefixAffinity, rendezvous_order
+from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.registry import build_router
 from proxy.settings import (
     DiscoverySettings,
@@ -34,6 +34,7 @@ from proxy.settings import (
     WarmupSettings,
 )
 from tests.support.compressor_doubles import HandlerTransport
+from tests.support.rendezvous import rendezvous_order
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")
 KEYS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3000)]

@@ -108,6 +108,7 @@ async def _scraper(status: int | None, page: bytes = b""):
 
     from proxy.backends.endpoint import EndpointPool
     from proxy.backends.scrape import MetricsScraper
+    from proxy.metrics import Metrics
     from tests.support.compressor_doubles import HandlerTransport
 
     async def answer(method, url, headers, body):
@@ -115,10 +116,11 @@ async def _scraper(status: int | None, page: bytes = b""):
             raise OSError(errno.EMFILE, "Too many open files")
         return status, page
 
-    pool, seen = EndpointPool.from_urls(["http://b"]), []
-    scraper = MetricsScraper(pool, HandlerTransport(answer), lambda *s: seen.append(s),
-                             min_interval=0.0, retry_s=60.0)  # fmt: skip
-    return scraper, pool.get("http://b"), seen
+    pool = EndpointPool.from_urls(["http://b"])
+    scraper = MetricsScraper(pool, HandlerTransport(answer), Metrics(), min_interval=0.0,
+                             retry_s=60.0)  # fmt: skip
+    ep = pool.get("http://b")
+    return scraper, ep, ep.prefill.samples
 
 
 async def test_a_backend_without_metrics_is_left_alone_but_a_local_failure_is_not_its():
@@ -129,5 +131,5 @@ async def test_a_backend_without_metrics_is_left_alone_but_a_local_failure_is_no
     scraper, ep, seen = await _scraper(None)
     assert await scraper.scrape(ep) is None and ep.scrape.off_until == 0
     scraper, ep, seen = await _scraper(200, VLLM_PAGE.encode())
-    assert await scraper.scrape(ep) == (750.0, 500.0) and seen == [("http://b", 750.0, 500.0)]
+    assert await scraper.scrape(ep) == (750.0, 500.0) and list(seen) == [(750.0, 500.0)]
     assert ep.scrape.last is not None

@@ -12,11 +12,11 @@ from cache.store import MemoryStore
 from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.backends.warmup import Warmer
 from proxy.metrics import Metrics
-from proxy.routing.affinity import rendezvous_order
 from proxy.routing.registry import build_router
 from proxy.routing.router import Router
 from proxy.settings import RoutingSettings, WarmupSettings
 from tests.support.compressor_doubles import HandlerTransport
+from tests.support.rendezvous import rendezvous_order
 
 A, B = "http://replica-a", "http://replica-b"
 

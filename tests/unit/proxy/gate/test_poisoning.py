@@ -77,7 +77,7 @@ class Proxy:
     def vllm_metrics(self, ms_per_token: float) -> None:
         """Samples from the backend's own prefill metrics (proxy/backends/scrape.py)."""
         for tokens in (500, 1000, 2000):
-            self.feedback.prefill_sample(BACKEND, tokens, 5 + tokens * ms_per_token)
+            self.pool.get(BACKEND).prefill.add(5 + tokens * ms_per_token, tokens, "metrics")
 
     def streamed(self, tenant: str, tokens: int, ttft_ms: float) -> None:
         """A streamed answer's usage and TTFT (proxy/response/feedback.py)."""

@@ -31,13 +31,13 @@ def decide(g: CostGate):
 def test_idle_gpu_skips_and_a_queue_makes_the_same_compression_pay():
     g = gate()  # saves 1000 × 0.03 = 30 ms, costs 2000 × 0.02 = 40 ms
     assert decide(g).reason.startswith("skip:not-worth-it")
-    g.observe_queue("b", waiting=3, running=12)  # 4 prefills' worth: 120 ms saved
+    g.pool.get("b").observe_queue(waiting=3, running=12)  # 4 prefills' worth: 120 ms saved
     d = decide(g)
     assert d.action == "compress" and "queued=3" in d.reason, d.reason
-    g.observe_queue("b", waiting=0, running=12)  # one reading: the mean still says 1.5
+    g.pool.get("b").observe_queue(waiting=0, running=12)  # one reading: the mean still says 1.5
     assert decide(g).action == "compress"
     for _ in range(3):  # drained (the window's 4 readings all 0): one request's saving
-        g.observe_queue("b", waiting=0, running=12)
+        g.pool.get("b").observe_queue(waiting=0, running=12)
     assert decide(g).action == "skip"
 
 
@@ -47,7 +47,7 @@ def test_a_saturated_ragtrim_cpu_outweighs_a_backend_queue():
                  cores=2, pool=EndpointPool.from_urls(["b"]))  # fmt: skip
     for tokens in (500, 1000, 2000):
         g.observe_prefill("b", tokens, tokens * 0.03)
-    g.observe_queue("b", waiting=1, running=4)  # 60 ms saved vs 40 ms of work: pays
+    g.pool.get("b").observe_queue(waiting=1, running=4)  # 60 ms saved vs 40 ms of work: pays
     assert g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5).action == "compress"
     busy = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5, in_flight=8)
     assert busy.reason.startswith("skip:not-worth-it"), busy.reason  # 160 ms of work
@@ -60,19 +60,19 @@ def test_queue_multiplier_counts_itself_and_those_behind():
 def test_stale_or_partial_readings_count_as_no_queue():
     pool = EndpointPool.from_urls(["a", "b"])
     q = BackendQueue(pool, fresh_s=2.0)
-    q.observe("a", 5, 1, at=100.0)
+    pool.get("a").observe_queue(5, 1, at=100.0)
     assert q.waiting(now=101.0) == 5
     assert q.waiting(now=103.0) == 0  # no response since: the gauge may be long gone
-    q.observe("b", 2, 1, at=101.0)
+    pool.get("b").observe_queue(2, 1, at=101.0)
     assert q.waiting(now=101.5) == 2  # the least-queued backend (routing comes later)
     for at, waiting in ((104.0, 0), (104.5, 1), (105.0, 0), (105.5, 1)):
-        q.observe("a", waiting, 1, at=at)
-        q.observe("b", 2, 1, at=at)
+        pool.get("a").observe_queue(waiting, 1, at=at)
+        pool.get("b").observe_queue(2, 1, at=at)
     assert q.waiting(now=105.6) == 0.5  # a blip counts for its share of the time
     for ep in pool.endpoints:
         ep.queue.clear()
-    q.observe("a", 5, 1, at=100.0)
-    q.observe("b", 1, 1, at=90.0)  # b idle (stale): the request may well go there
+    pool.get("a").observe_queue(5, 1, at=100.0)
+    pool.get("b").observe_queue(1, 1, at=90.0)  # b idle (stale): the request may well go there
     assert q.waiting(now=100.5) == 0
 
 

@@ -45,11 +45,10 @@ class Fleet:
         self.metrics.watch_pool(self.pool)
         self.gate = CostGate("auto", prior_ms_per_1k=120.0, min_context_tokens=0,
                              max_added_ms=1e6, pool=self.pool)  # fmt: skip
-        self.feedback = Feedback(self.metrics, self.gate, PrefixRegistry(MemoryStore()))
-        self.scraper = MetricsScraper(self.pool, HandlerTransport(self.answer),
-                                      self.feedback.prefill_sample, min_interval=0.0,
-                                      queue=self.gate.observe_queue)  # fmt: skip
-        self.feedback.prefill = self.scraper
+        self.scraper = MetricsScraper(self.pool, HandlerTransport(self.answer), self.metrics,
+                                      min_interval=0.0)  # fmt: skip
+        self.feedback = Feedback(self.metrics, self.gate, PrefixRegistry(MemoryStore()),
+                                 prefill=self.scraper)  # fmt: skip
         self.resolver = ScriptedResolver(["10.0.0.1", "10.0.0.2"])
         self.discovery = Discovery([TARGET], self.pool, self.resolver, DiscoverySettings(),
                                    self.metrics, self.joined)  # fmt: skip
@@ -112,10 +111,8 @@ async def test_a_pod_that_leaves_discovery_leaves_no_state_behind():
     fleet.stalled.clear()
     ctx = RequestContext(request_id="late", route="chat", raw=b"{}", body={}, headers={})
     fleet.feedback.observe(ctx, FAST, {"prompt_tokens": 10}, ttft_ms=50.0)
-    fleet.feedback.prefill_sample(FAST, 2000, 60.0)
     fleet.gate.observe_prefill(FAST, 2000, 60.0)
-    fleet.gate.observe_queue(FAST, 0, 1)
-    fleet.scraper.poke(FAST)
+    fleet.scraper.poke(FAST)  # a scrape ended after it left writes into no record (scrape)
     assert FAST not in fleet.metrics.render().decode()
     assert fleet.gate.prefill_ms_per_token() == 1.0 and fleet.gate.queue.waiting() == 5
     assert fleet.pool.get(FAST) is None and fast.scrape.task is None  # no new read for it
