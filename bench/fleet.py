@@ -25,9 +25,16 @@ speed, issue 29's stable forms; the RAG application's documents go through POST
   at once, owning ~3.4k blocks besides the system prompt's 60; a replica's cache (2,000
   blocks, issue 20's 0.6 share) holds 60 % of them, so a replica serving all of them
   evicts histories, 8 replicas that split them do not.
-- rag (bench/lib/fleet_rag.py): 12 of 1,000 SQuAD paragraphs a request, Zipf-popular,
-  a new question each time, on Llama-3.1-8B replicas (one H100 each: 0.03 ms a prefill
-  token, the gate's GPU speed) with the preset's whole cache.
+- rag (bench/lib/fleet_rag.py): 12 of 1,000 SQuAD paragraphs a request (~2.2k tokens),
+  Zipf-popular, a new question each time, on Llama-3.1-8B replicas (one H100 each: 0.03
+  ms a prefill token, the gate's GPU speed) with the preset's whole cache, at 1 arrival/s
+  a replica: the bound is ragtrim's own CPU, not the replicas' (at 3/s on the 2 shared
+  cores ragtrim's TTFT p50 was 2.5 s while the replicas' own mean was 36 ms).
+
+Default modes per regime keep the whole run within 15 minutes on 2 cores: random and
+round-robin (the same even spread) and rendezvous run in the shared-context regime at
+both sizes, round-robin and rendezvous in one_application; `--regimes rag --modes
+random,roundrobin,rendezvous,kv,kv_compress` runs every mode in a regime.
 
 Figures per regime, size and mode (bench/lib/fleet_report.py): TTFT p50/p90/p99, output
 tokens/s, hit ratio, requests per replica (max/mean), errors, the replicas' own mean
@@ -78,9 +85,9 @@ class Regime:
 REGIMES = {
     "shared_context": Regime("qwen3-32b-2xh100", "8,16", "random,roundrobin,rendezvous,kv",
                              4.5, 30.0, 5170, 10.0),
-    "one_application": Regime("qwen3-32b-2xh100", "8", "random,roundrobin,rendezvous,kv",
+    "one_application": Regime("qwen3-32b-2xh100", "8", "roundrobin,rendezvous,kv",
                               3.0, 20.0, 2000, 5.0),
-    "rag": Regime("8b-h100", "8", "rendezvous,kv,kv_compress", 3.0, 20.0, 0, 5.0),
+    "rag": Regime("8b-h100", "8", "kv,kv_compress", 1.0, 20.0, 0, 5.0),
 }  # fmt: skip
 SCALE_PRESET = "qwen3-32b-2xh100"
 
