@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass, replace
 
@@ -137,9 +138,12 @@ def run_regime(name: str, regime: Regime, old: dict, args) -> dict:
         work = schedule_for(name, regime, size, args)
         by_mode = out["sizes"].get(str(size), {}).get("modes", {})
         for mode in regime.modes.split(","):
-            started = time.monotonic()
+            started, load = time.monotonic(), os.getloadavg()[0]
             by_mode[mode] = run_mode(mode, size, work, regime, args.seed)
             by_mode[mode]["wall_s"] = round(time.monotonic() - started, 1)
+            # the machine's 1-minute load before and after: the replicas' clocks and
+            # ragtrim share its cores, so a busy machine shows in every TTFT
+            by_mode[mode]["load_avg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
             m = by_mode[mode]
             print(f"{name} {size} {mode}: p50/p90 {m['ttft_p50_ms']}/{m['ttft_p90_ms']} ms, "
                   f"{m['output_tps']} tok/s, hit {m['hit_ratio']}, errors {m['errors']}, "
