@@ -9,6 +9,8 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string"}}, "require
 CLOCK = {"type": "function", "name": "clock", "description": "The time in a zone.",
          "parameters": {"type": "object", "properties": {"zone": {"type": "string"}},
                         "required": ["zone"]}}  # fmt: skip
+WEATHER = {"type": "function", "name": "weather", "parameters": {"type": "object", "properties": {
+    "unit": {"type": "string"}, "city": {"type": "string"}}, "required": ["city"]}}  # fmt: skip
 
 
 def responses(model: str) -> list[Shape]:
@@ -27,6 +29,8 @@ def responses(model: str) -> list[Shape]:
             "type": "json_schema", "name": "person", "schema": PERSON}}},
         "tools, required": {"tools": [CLOCK], "tool_choice": "required", "max_output_tokens": 20},
         "tools, none": {"tools": [CLOCK], "tool_choice": "none"},
+        "two tools out of name order": {"tools": [WEATHER, CLOCK], "tool_choice": "required",
+                                        "max_output_tokens": 20},
         "stream": s,
         "stream instructions": {**s, "instructions": "Answer in one line."},
         "stream text.format json_schema": {**s, "max_output_tokens": 12, "text": {"format": {

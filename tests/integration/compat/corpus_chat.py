@@ -35,6 +35,7 @@ def _requests() -> dict[str, dict | None]:
         "echo": {"echo": True, "max_tokens": 3},
         "ignore_eos min_tokens": {"ignore_eos": True, "min_tokens": 4},
         "tools, tool_choice none": {"tools": [WEATHER], "tool_choice": "none"},
+        "two tools out of name order": {"tools": [WEATHER, CLOCK], "tool_choice": "none"},
         "tools, required: no tool parser": {"tools": [CLOCK, WEATHER],
                                             "tool_choice": "required", "max_tokens": 24},
         "tools, named: no tool parser": {"tools": [WEATHER, CLOCK], "max_tokens": 24,

@@ -7,6 +7,7 @@ ragtrim's OpenAI error envelope instead of vLLM's."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -35,3 +36,26 @@ KNOWN: dict[str, Known] = {
     **{f"/v1/systemone:{name}": _5XX for name in (
         "a choice", "a yes-or-no", "an unknown question type")},
 }  # fmt: skip
+
+# ragtrim sorts the tools list by (type, name) (compression.canonical.sort_tools, on by
+# default: the list's order then does not change the cached prefix); the Responses
+# object echoes the tools, so it shows them sorted. Compared with both lists sorted.
+TOOLS_SORTED: dict[str, str] = {
+    "/v1/responses:two tools out of name order": "canonical.sort_tools (default on)",
+}
+
+
+def tools_sorted(value: Any) -> Any:
+    """`value` with every list under a `tools` key in (type, name) order."""
+    if isinstance(value, dict):
+        return {k: _sorted(v) if k == "tools" else tools_sorted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [tools_sorted(v) for v in value]
+    return value
+
+
+def _sorted(tools: Any) -> Any:
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        return tools_sorted(tools)
+    name = lambda t: t.get("name") or (t.get("function") or {}).get("name") or ""  # noqa: E731
+    return sorted(tools, key=lambda t: (str(t.get("type")), str(name(t))))
