@@ -10,14 +10,14 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.cache/tiktoken
 
-.PHONY: setup setup-ragtrim setup-vllm setup-tools setup-system setup-bench models run stop test test-unit test-integration test-clients lint format bench help
+.PHONY: setup setup-ragtrim setup-vllm setup-tools setup-litellm setup-system setup-bench models run stop test test-unit test-integration test-clients lint format bench help
 
 help:
 	@echo "make run    set up everything, start local vLLM (SmolLM2) + ragtrim on :$(PORT)"
 	@echo "make test   set up everything, run ruff + unit + integration tests"
 	@echo "make test-unit | test-integration | test-clients | lint | format | bench | setup | stop"
 
-setup: setup-ragtrim setup-vllm setup-tools models
+setup: setup-ragtrim setup-vllm setup-tools setup-litellm models
 
 setup-ragtrim:
 	@deploy/local/setup_ragtrim.sh .venv
@@ -28,6 +28,10 @@ setup-vllm:
 # kubectl (kustomize), kubernetes-validate, checkov for tests/deploy: own venv, own pins
 setup-tools:
 	@deploy/k8s/setup_tools.sh .venv-tools
+
+# LiteLLM's proxy, for the LiteLLM-in-front test and bench.litellm: own venv, own pins
+setup-litellm:
+	@deploy/local/setup_litellm.sh .venv-litellm
 
 models: setup-ragtrim
 	@$(PY) -m deploy.local.build_tiny_llama --out $(MODELS)/tiny-llama
@@ -71,7 +75,7 @@ run: setup
 stop:
 	-@$(PY) -m deploy.local.vllm_server stop --pid-file $(RUN_DIR)/vllm.pid
 
-BENCHES := overhead overhead_paired compress_cost fidelity prefix_routing ttft ttft_sim followups fleet load soak abuse
+BENCHES := overhead overhead_paired compress_cost fidelity prefix_routing ttft ttft_sim routes_ttft followups fleet load soak abuse litellm
 
 # bench.overhead measures nginx beside ragtrim: Debian's nginx-light, installed once.
 setup-bench:

@@ -26,6 +26,7 @@ from bench.lib.common import ROOT, free_port, spawn_ragtrim, stop
 from bench.lib.fleet_workload import Arrival
 from bench.lib.prefix_kv import probe_pubs
 
+TOKENIZER = ROOT / ".models" / "smollm2-135m-instruct"
 BASE = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "false"}
 MODES = {
     "random": None,
@@ -36,6 +37,11 @@ MODES = {
                                        '{"name": "load", "weight": 0.3}]',
            "RAGTRIM_ROUTING__PICKER": "cost"},
 }  # fmt: skip
+# kv with cache-aware compression on (issue 24's gate, issue 29's stable forms): the
+# gate learns each replica's prefill speed from its /metrics and streamed TTFTs
+MODES["kv_compress"] = {**MODES["kv"], "RAGTRIM_COMPRESSION__ENABLED": "true",
+                        "RAGTRIM_COMPRESSION__TOKENIZER": str(TOKENIZER),
+                        "RAGTRIM_COMPRESSION__STABLE__BLOCK_SIZE": "16"}  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -66,7 +72,7 @@ def proxy(mode: str, endpoints: dict) -> Iterator[str | None]:
         yield None
         return
     env = {**BASE, **MODES[mode]}
-    if mode == "kv":
+    if mode.startswith("kv"):
         env |= {"RAGTRIM_ROUTING__KV_EVENTS__ENABLED": "true",
                 "RAGTRIM_ROUTING__KV_EVENTS__TOPIC": "kv",
                 "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints)}  # fmt: skip
@@ -114,6 +120,50 @@ async def replay(schedule: list[Arrival], proxy_url: str | None, replicas: list[
 def replica_counts(replicas: list[str]) -> list[int]:
     """Requests each replica started (its /stub/stats)."""
     return [httpx.get(f"{u}/stub/stats", timeout=10).json()["started"] for u in replicas]
+
+
+def engine_figures(replicas: list[str]) -> dict:
+    """The replicas' own TTFT and queue time (first token at the engine, no HTTP or
+    proxy), means over every request of the run, from their vLLM histograms' sums."""
+    sums: dict[str, float] = {}
+    for url in replicas:
+        for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+            for name in ("time_to_first_token_seconds", "request_queue_time_seconds"):
+                for part in ("_sum", "_count"):
+                    if line.startswith(f"vllm:{name}{part}{{"):
+                        key = name + part
+                        sums[key] = sums.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+
+    def mean_ms(name: str) -> float | None:
+        count = sums.get(f"{name}_count", 0)
+        return round(sums[f"{name}_sum"] / count * 1000, 1) if count else None
+
+    return {"engine_ttft_mean_ms": mean_ms("time_to_first_token_seconds"),
+            "engine_queue_mean_ms": mean_ms("request_queue_time_seconds")}  # fmt: skip
+
+
+def ingest(url: str, documents: list[str], batch: int = 50) -> dict:
+    """The RAG application's indexing step, before its traffic: its documents through
+    ragtrim's POST /v1/compress, so their question-independent features are memoized
+    and a request's compression costs the seen rate (proxy/ingest.py). Unmeasured."""
+    started, tokens = time.monotonic(), 0
+    for i in range(0, len(documents), batch):
+        r = httpx.post(f"{url}/v1/compress", json={"documents": documents[i : i + batch]},
+                       timeout=300)  # fmt: skip
+        r.raise_for_status()
+        tokens += r.json()["tokens_before"]
+    return {"documents": len(documents), "tokens": tokens,
+            "wall_s": round(time.monotonic() - started, 1)}  # fmt: skip
+
+
+def compress_figures(url: str) -> dict:
+    """ragtrim's compression counters (decisions by action, stable choices, tokens)."""
+    keep = ("ragtrim_compress_decisions_total", "ragtrim_stable_choices_total",
+            "ragtrim_compress_tokens_total", "ragtrim_compress_failures_total",
+            "ragtrim_compress_seconds_sum", "ragtrim_compress_seconds_count")  # fmt: skip
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return {k: float(v) for k, v in (ln.rsplit(" ", 1) for ln in text.splitlines()
+                                     if ln.startswith(keep))}  # fmt: skip
 
 
 def bare_subscriber(endpoints: dict) -> contextlib.AbstractContextManager[dict]:

@@ -1,4 +1,5 @@
-"""bench.fleet's workloads: one arrival schedule, replayed identically for every mode.
+"""bench.fleet's workloads: one arrival schedule, replayed identically for every mode
+(the RAG regime's is bench/lib/fleet_rag.py).
 
 Shared-context regime (llm-d's, blog of 2025-09-24: 150 tenants, each with a 6k-token
 shared context and many short questions, on 16 H100s serving Qwen3-32B, i.e. 8 TP-2
@@ -42,9 +43,38 @@ def shared_context(tenants: int, context_tokens: int, rate: float, duration: flo
             return out
         tenant = rng.randrange(tenants)
         question = f"Question {n}: what does section {rng.randrange(1000)} say about item {n}?"
-        body = {"model": "stub-model", "max_tokens": output_tokens, "stream": True,
-                "stream_options": {"include_usage": True}, "stub": {"chunks": output_tokens},
-                "messages": [{"role": "system", "content": contexts[tenant]},
-                             {"role": "user", "content": question}]}  # fmt: skip
-        out.append(Arrival(now, tenant, body))
+        msgs = [
+            {"role": "system", "content": contexts[tenant]},
+            {"role": "user", "content": question},
+        ]
+        out.append(Arrival(now, tenant, _body(msgs, output_tokens)))
         n += 1
+
+
+def _body(messages: list[dict], output_tokens: int) -> dict:
+    return {"model": "stub-model", "max_tokens": output_tokens, "stream": True,
+            "stream_options": {"include_usage": True}, "stub": {"chunks": output_tokens},
+            "messages": messages}  # fmt: skip
+
+
+def one_application(rate: float, duration: float, turns: int = 5, gap: float = 2.5,
+                    rules: int = 24, sentences: int = 10, output_tokens: int = 16,
+                    seed: int = 0) -> list[Arrival]:  # fmt: skip
+    """Issue 20's regime (bench/lib/one_application.py's conversations): one system
+    prompt; new conversations start as Poisson arrivals at `rate` a second over
+    `duration` seconds, and each sends its `turns` turns `gap` seconds apart (a user
+    reads the answer before asking again), every turn the last one's prompt plus a
+    fixed answer and a new question (~400 tokens a turn at 10 sentences). `tenant` is
+    the conversation. Sorted by time."""
+    from bench.lib.one_application import conversation
+
+    rng = random.Random(seed)
+    out, now, c = [], 0.0, 0
+    while True:
+        now += rng.expovariate(rate)
+        if now >= duration:
+            return sorted(out, key=lambda a: a.at)
+        for t in range(1, turns + 1):
+            msgs = conversation(0, c, t, rules, sentences)
+            out.append(Arrival(now + (t - 1) * gap, c, _body(msgs, output_tokens)))
+        c += 1

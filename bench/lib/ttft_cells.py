@@ -201,11 +201,13 @@ def cases_and_priming(buckets, args) -> tuple[dict, list]:
     return cases, build_cases(2, seed=args.seed + 99, min_tokens=1500, max_tokens=2500)
 
 
-def start_ragtrim(backend: str, args, tokenizer: Path) -> tuple[subprocess.Popen, str]:
-    """ragtrim in front of `backend` as both TTFT benchmarks run it: `args.compressor` at
+def start_ragtrim(backend: str, args, tokenizer: Path,
+                  extra_env: dict | None = None) -> tuple[subprocess.Popen, str]:  # fmt: skip
+    """ragtrim in front of `backend` as the TTFT benchmarks run it: `args.compressor` at
     `args.rate`, a 60 s compression timeout, tokens counted with the served model's
-    `tokenizer`. Returns the process and its base URL."""
+    `tokenizer` (and any `extra_env` settings). Returns the process and its base URL."""
     env = {
+        **(extra_env or {}),
         "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
         "RAGTRIM_COMPRESSION__RATE": str(args.rate),
         "RAGTRIM_COMPRESSION__TIMEOUT": "60",

@@ -10,7 +10,10 @@ vLLM stamps `system_fingerprint` on the terminal chunks (those with a finish_rea
 only when usage is off; with usage on it moves it to the usage chunk (vLLM 0.32,
 chat_completion/serving.py). So when the tap strips a usage chunk ragtrim added, it
 holds the terminal chunks until that chunk and gives them its fingerprint: the client
-sees the stream vLLM would have sent it (issue 31: the fingerprint disappeared).
+sees the stream vLLM would have sent it (issue 31: the fingerprint disappeared). With
+several choices (n > 1, or a list of prompts) the chunks that follow the first terminal
+one are held with it, in order, so the later choices' last tokens reach such a client
+with the usage chunk's arrival (the end of the generation), not before.
 
 A backend's usage is data from the network: `sane_usage` keeps it only when every
 count is a non-negative integer. Anything else (`"prompt_tokens": "lots"`, a list) is
@@ -125,8 +128,8 @@ class UsageTap:
         may still bring their fingerprint."""
         if self._is_usage_event(event):
             return self._release()
-        if self.strip and _FINISHED.search(event):
-            self._held.append(event)
+        if self.strip and (self._held or _FINISHED.search(event)):
+            self._held.append(event)  # after a held one, in order (n > 1: other choices)
             return b""
         return self._release() + event
 
@@ -134,7 +137,7 @@ class UsageTap:
         held, self._held = self._held, []
         if self._fingerprint is not None:
             stamp = b',"system_fingerprint":' + json.dumps(self._fingerprint).encode()
-            held = [_stamped(e, stamp) for e in held]
+            held = [_stamped(e, stamp) if _FINISHED.search(e) else e for e in held]
         return b"".join(held)
 
     def _is_usage_event(self, event: bytes) -> bool:

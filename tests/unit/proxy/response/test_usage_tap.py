@@ -121,3 +121,27 @@ def test_held_terminal_chunks_still_leave_when_no_usage_chunk_comes():
 def _decoded(event: bytes):
     data = event.removeprefix(b"data: ")
     return data if data == b"[DONE]" else json.loads(data)
+
+
+def test_with_two_choices_every_terminal_chunk_gets_the_fingerprint():
+    """n=2 (or two prompts): choice 0 finishes while choice 1 still streams; each
+    terminal chunk gets the fingerprint vLLM would have stamped on it, and the events
+    keep vLLM's order (issue 31's compatibility corpus: the first one lost it)."""
+    head = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
+
+    def chunk(index: int, finish: str | None, fp: bool = False) -> dict:
+        choice = {"index": index, "delta": {"content": "a"}, "finish_reason": finish}
+        return {**head, "choices": [choice], **({"system_fingerprint": "fp-1"} if fp else {})}
+
+    usage = {**head, "choices": [], "usage": USAGE, "system_fingerprint": "fp-1"}
+    sent = [chunk(0, None), chunk(1, None), chunk(0, "length"), chunk(1, None), chunk(1, "length")]
+    want = [chunk(0, None), chunk(1, None), chunk(0, "length", True), chunk(1, None),
+            chunk(1, "length", True)]  # fmt: skip
+
+    def sse(events):
+        return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+    stream = sse([*sent, usage]) + b"data: [DONE]\n\n"
+    tap = UsageTap(strip=True)
+    out = b"".join(tap(e + b"\n\n") for e in stream.split(b"\n\n") if e) + tap.flush()
+    assert [_decoded(e) for e in out.split(b"\n\n") if e] == [*want, b"[DONE]"]
