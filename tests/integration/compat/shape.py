@@ -15,7 +15,7 @@ DROP = "<drop>"  # in a variant: the field is left out of the body
 
 @dataclass(frozen=True)
 class Shape:
-    route: str  # the table's path (proxy/http/routes.py), `{id}` as is
+    route: str  # the table's path (proxy/http/route_table.py), `{id}` as is
     name: str
     body: Any = None  # JSON; None for a GET; bytes are sent raw (a malformed body)
     method: str = "POST"
