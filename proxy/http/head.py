@@ -11,11 +11,12 @@ def head_headers(scope: Scope) -> dict[str, str]:
     """The request's headers by name. Every key ragtrim reads comes from here, so one
     rule holds on every route (issue 33: chat read the last of two Authorization
     headers, /v1/compress and the usage report the first, and a bad key followed by a
-    good one was let in): a second Authorization header is a 401."""
+    good one was let in): a second Authorization (or x-api-key) header is a 401."""
     headers: dict[str, str] = {}
     for k, v in scope["headers"]:
         name = k.decode("latin-1")
-        if k == b"authorization" and name in headers:
-            raise Unauthorized("More than one Authorization header: send exactly one.")
+        if k in (b"authorization", b"x-api-key") and name in headers:
+            which = "Authorization" if k == b"authorization" else "x-api-key"
+            raise Unauthorized(f"More than one {which} header: send exactly one.")
         headers[name] = v.decode("latin-1")
     return headers

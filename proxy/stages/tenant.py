@@ -32,6 +32,15 @@ def tenant_salt(tenant: str, secret: str) -> str:
     return hmac.new(secret.encode(), tenant.encode(), hashlib.sha256).hexdigest()[:32]
 
 
+def presented_key(headers: dict[str, str]) -> str:
+    """The client's key: `Authorization: Bearer` (OpenAI's clients), else `x-api-key`
+    (the anthropic SDK's, issue 31); a request that sends both is judged by the bearer."""
+    auth = headers.get("authorization", "")
+    if auth:
+        return auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+    return headers.get("x-api-key", "").strip()
+
+
 def match_key(presented: str, keys: dict[str, str]) -> str | None:
     """The tenant of `presented`, comparing it with every configured key in constant
     time: a dict lookup hashes the key and compares it with early exit, and the time
@@ -57,9 +66,7 @@ class TenantStage:
         keys = self.settings.api_keys
         if not keys:
             return self.settings.default_tenant
-        auth = headers.get("authorization", "")
-        key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        tenant = match_key(key, keys)
+        tenant = match_key(presented_key(headers), keys)
         if tenant is None:
             raise Unauthorized("Incorrect API key provided.")
         return tenant
