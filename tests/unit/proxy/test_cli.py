@@ -46,3 +46,15 @@ def test_the_refusal_is_the_process_exit_status():
     done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "RAGTRIM_TENANCY__SALT_SECRET" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_settings_reference_is_current():
+    """docs/settings.md is `ragtrim settings`' output: regenerate it when a setting changes
+    (`.venv/bin/python -m proxy settings > docs/settings.md`)."""
+    from pathlib import Path
+
+    from proxy.cli import settings_reference
+
+    committed = (Path(__file__).resolve().parents[3] / "docs" / "settings.md").read_text()
+    assert committed == settings_reference()
+    assert "`compression.stable.enabled`" in committed and "RAGTRIM_TIMEOUTS__CONNECT" in committed
