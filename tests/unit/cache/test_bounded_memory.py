@@ -81,7 +81,8 @@ async def _write_and_check(url: str) -> None:
             await registry.record(f"key{i}", model="m", replica="r", prompt_tokens=1,
                                   cached_tokens=0)  # fmt: skip
             await registry.remember_replay(f"key{i}", {"model": "m"})
-        await ChunkMemo(store, ttl=600).remember("fp", ["doc"], None, [MemoEntry("d", 1, 1)])
+        memo = ChunkMemo(store, ttl=600)
+        await memo.put(memo.keys("fp", ["doc"], None), [MemoEntry("d", 1, 1)])
         keys = [k async for k in store.client.scan_iter("ragtrim:*")]
         assert len(keys) == 10 + 10 + 1 + 1  # hashes, replays, memo, hot set
         ttls = [await store.client.pttl(k) for k in keys]

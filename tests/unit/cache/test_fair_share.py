@@ -53,10 +53,10 @@ def test_a_flood_in_the_memory_store_leaves_another_tenants_memo_warm():
         memo = ChunkMemo(store, ttl=3600)
         warm = [f"beta document {i} " * 20 for i in range(20)]
         entries = [MemoEntry(d[:50], 100, 50) for d in warm]
-        await memo.remember("fp", warm, None, entries, tenant="beta")
+        await memo.put(memo.keys("fp", warm, None, "beta"), entries)
         for i in range(2000):  # ~1.2 MB of alpha's unique documents
             doc = f"alpha flood {i} " * 30
-            await memo.remember("fp", [doc], None, [MemoEntry(doc, 100, 50)], tenant="alpha")
+            await memo.put(memo.keys("fp", [doc], None, "alpha"), [MemoEntry(doc, 100, 50)])
         assert await memo.lookup("fp", warm, None, tenant="beta") == entries
         assert store.lru.total <= 256 * KB
 
