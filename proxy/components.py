@@ -176,7 +176,7 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
     )  # fmt: skip
 
 
-def make_hooks(settings: Settings, metrics: Metrics, feedback, owners,
+def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Operations,
                stable: StableCompression | None = None) -> list[object]:  # fmt: skip
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
@@ -186,6 +186,7 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners,
         HeadersHook(settings.tenancy.shows_backend()),
         TimingHook(metrics),
         FeedbackHook(feedback),
+        *ops.hooks(),  # the telemetry record: after feedback, as it was
         OwnerHook(owners),
         *([PrefixRecordHook(stable.view)] if stable is not None else []),
     ]
@@ -196,9 +197,9 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                    tenant: TenantStage, ops: Operations,
                    owners: ResponseOwners,
                    stable: StableCompression | None = None) -> Forwarder:  # fmt: skip
-    """The data plane gets the traced router, transport and feedback (issue 22); the
+    """The data plane gets the traced router and transport, and the record's hook (issue 22); the
     control plane (health, scrapes, warm-up) the bare ones."""
-    hooks = make_hooks(settings, metrics, ops.wrap_feedback(feedback), owners, stable)
+    hooks = make_hooks(settings, metrics, feedback, owners, ops, stable)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,

@@ -131,7 +131,7 @@ class TimingHook:
 
 
 class FeedbackHook:
-    def __init__(self, feedback: Any):  # Feedback, or telemetry's ObservedFeedback around it
+    def __init__(self, feedback: Any):  # proxy/response/feedback.py Feedback
         self.feedback = feedback
 
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:

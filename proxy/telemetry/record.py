@@ -1,8 +1,8 @@
 """The per-request record the telemetry middleware keeps while a request runs.
 
 The middleware (proxy/telemetry/middleware.py) creates it when a request arrives; the
-pipeline binds the request's context to it, and the forwarder's feedback (through
-`ObservedFeedback`) adds the backend, vLLM's usage and the TTFT once the answer is in.
+pipeline binds the request's context to it, and a response hook (`RecordHook`) adds
+the backend, vLLM's usage and the TTFT once the answer is in.
 The middleware then reads it once, for the access log, the server span and accounting.
 
 It travels in a ContextVar, the mechanism asyncio gives each task (and OpenTelemetry
@@ -44,19 +44,15 @@ def bind(ctx: RequestContext) -> None:
         record.ctx = ctx
 
 
-class ObservedFeedback:
-    """The forwarder's feedback, plus a copy of what it learns into the record."""
+class RecordHook:
+    """A response hook (proxy/response/__init__.py): what the answer taught (the
+    backend, vLLM's usage, the TTFT) copied into the request's record, for the access
+    log, the server span and accounting. Placed after `feedback` in make_hooks, on the
+    same answers as the feedback hook (a finished generation on a compressible route)."""
 
-    def __init__(self, inner: Any):
-        self.inner = inner
-
-    def observe(self, ctx: RequestContext, url: str, usage: dict[str, Any] | None,
-                ttft_ms: float | None) -> None:  # fmt: skip
-        self.inner.observe(ctx, url, usage, ttft_ms)
+    def done(self, ctx: RequestContext, ex: Any, error: BaseException | None) -> None:
         record = CURRENT.get()
-        if record is not None:
-            record.ctx, record.backend, record.usage = ctx, url, usage
-            record.upstream_ttft_ms = ttft_ms
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        if record is None or error is not None or ctx.route == "other":
+            return
+        record.ctx, record.backend, record.usage = ctx, ex.url, ex.usage
+        record.upstream_ttft_ms = ex.ttft_ms() if ctx.stream else None

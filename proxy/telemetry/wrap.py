@@ -19,7 +19,7 @@ from proxy.metrics import Metrics
 from proxy.stages.quota import QuotaStage
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.middleware import TelemetryMiddleware
-from proxy.telemetry.record import ObservedFeedback
+from proxy.telemetry.record import RecordHook
 from proxy.telemetry.traced import TracedRouter, TracedTransport
 from proxy.telemetry.tracing import Tracing
 from proxy.tenancy.accounting import Accounting
@@ -44,8 +44,9 @@ class Operations:
     def wrap_router(self, router: Any) -> Any:
         return router if self.tracing is None else TracedRouter(router, self.tracing)
 
-    def wrap_feedback(self, feedback: Any) -> Any:
-        return ObservedFeedback(feedback) if self.observing else feedback
+    def hooks(self) -> list[object]:
+        """The response hooks operations add: the record's, when anything reads it."""
+        return [RecordHook()] if self.observing else []
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
         if not self.observing:
