@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+from proxy.routing.router import Cycle
 
 _PERSON = b"ragtrim-hrw-v1"  # blake2b personalisation: a version for the hash itself
 
@@ -44,7 +45,9 @@ class PrefixAffinity:
 
     name = "affinity"
 
-    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+    def score(
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
+    ) -> dict[Endpoint, float]:
         key = ctx.prefix_key
         if key is None:
             return dict.fromkeys(endpoints, 0.0)

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+from proxy.routing.router import Cycle
 
 
 def load_bound(in_flight: Sequence[int], epsilon: float, min_in_flight: int = 0) -> int:
@@ -63,7 +64,11 @@ class BoundedLoad:
         self.on_spill = on_spill
 
     def order(
-        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+        self,
+        ctx: RequestContext,
+        totals: dict[Endpoint, float],
+        endpoints: Sequence[Endpoint],
+        cycle: Cycle | None = None,
     ) -> list[Endpoint]:
         ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
         if not ranked:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+from proxy.routing.router import Cycle
 
 
 class LeastLoaded:
@@ -17,7 +18,9 @@ class LeastLoaded:
 
     name = "load"
 
-    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+    def score(
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
+    ) -> dict[Endpoint, float]:
         busiest = max((ep.in_flight for ep in endpoints), default=0)
         if busiest <= 0:
             return dict.fromkeys(endpoints, 1.0)

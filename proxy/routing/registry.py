@@ -66,7 +66,7 @@ def _plain_bounded(p: Parts, on_spill: Callable[[Endpoint], None] | None = None)
 
 def _bounded(p: Parts) -> Picker:
     if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
-        return KvBoundedLoad(p.kv.stakes, epsilon=p.settings.epsilon,
+        return KvBoundedLoad(epsilon=p.settings.epsilon,
                              held=p.settings.bounded_min_in_flight,
                              free=p.settings.kv_events.spill_floor,
                              on_spill=_count_spill(p))  # fmt: skip
@@ -76,7 +76,7 @@ def _bounded(p: Parts) -> Picker:
 def _cost(p: Parts) -> Picker:
     if p.kv is None:
         raise ValueError("routing: picker 'cost' needs routing.kv_events.enabled")
-    return KvCostPicker(p.kv.stakes, queue_tokens=p.settings.kv_events.queue_tokens,
+    return KvCostPicker(queue_tokens=p.settings.kv_events.queue_tokens,
                         fallback=_plain_bounded(p), on_spill=_count_spill(p))  # fmt: skip
 
 
@@ -85,7 +85,6 @@ def _kv_cache(p: Parts) -> Scorer:
         raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
     fallbacks = p.metrics.kv_fallbacks
     return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc(),
-                         p.kv.stakes,
                          thread_bytes=p.settings.kv_events.tokenize_thread_bytes)  # fmt: skip
 
 

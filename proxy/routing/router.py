@@ -14,10 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+
+
+@dataclass
+class Cycle:
+    """One ranking's state, made by `Router.rank` and handed to every scorer and the
+    picker (as the endpoint picker's CycleState, issue 32): what a scorer learns for the
+    picker travels here, never in a plugin's own slot. `held`: the kv_cache scorer's
+    shares of the request (proxy/routing/kv/picker.py `Held`), for the kv pickers."""
+
+    held: Any = None
 
 
 class Filter(Protocol):
@@ -32,13 +42,17 @@ class Scorer(Protocol):
     name: str
 
     def score(
-        self, ctx: RequestContext, endpoints: Sequence[Endpoint]
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
     ) -> dict[Endpoint, float]: ...
 
 
 class Picker(Protocol):
     def order(
-        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+        self,
+        ctx: RequestContext,
+        totals: dict[Endpoint, float],
+        endpoints: Sequence[Endpoint],
+        cycle: Cycle | None = None,
     ) -> list[Endpoint]: ...
 
 
@@ -52,7 +66,11 @@ class HighestScore:
     """Highest weighted total first; ties broken by URL so every replica agrees."""
 
     def order(
-        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+        self,
+        ctx: RequestContext,
+        totals: dict[Endpoint, float],
+        endpoints: Sequence[Endpoint],
+        cycle: Cycle | None = None,
     ) -> list[Endpoint]:
         return sorted(endpoints, key=lambda ep: (-totals[ep], ep.url))
 
@@ -70,11 +88,11 @@ class Router:
         candidates = list(endpoints)
         for item in self.filters:
             candidates = item.filter(ctx, candidates)
-        totals = dict.fromkeys(candidates, 0.0)
+        totals, cycle = dict.fromkeys(candidates, 0.0), Cycle()
         for weighted in self.scorers:
-            for ep, value in weighted.scorer.score(ctx, candidates).items():
+            for ep, value in weighted.scorer.score(ctx, candidates, cycle).items():
                 totals[ep] += weighted.weight * min(1.0, max(0.0, value))
-        return self.picker.order(ctx, totals, candidates)
+        return self.picker.order(ctx, totals, candidates, cycle)
 
     async def prepare(self, ctx: RequestContext) -> None:
         """What a scorer must compute before ranking and may not on the event loop

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+from proxy.routing.router import Cycle
 
 
 class RoundRobin:
@@ -17,7 +18,9 @@ class RoundRobin:
     def __init__(self) -> None:
         self._counter = itertools.count()
 
-    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+    def score(
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
+    ) -> dict[Endpoint, float]:
         n = len(endpoints)
         if n == 0:
             return {}

@@ -10,7 +10,7 @@ for on a replica is its queue plus the prefill of what that replica does not hol
     cost(ep) = queue_tokens × in_flight(ep) + missing(ep) × (1 + evicting(ep))
 
 - `missing`: the request's tokens minus those whose blocks ep holds (leading blocks ×
-  block size, from the kv_cache scorer's `stakes`). Blocks every replica holds (a
+  block size, the kv_cache scorer's, in the ranking's `Cycle`). Blocks every replica holds (a
   shared system prompt) are in every candidate's held part, so they do not decide;
   a conversation's own history does: it is held where its earlier turns ran.
 - `queue_tokens` (kv_events.queue_tokens): one request already in flight on ep, in
@@ -26,8 +26,8 @@ for on a replica is its queue plus the prefill of what that replica does not hol
 Equal costs keep the scorers' order (the kv_cache score's rendezvous tie term spreads
 equal new conversations over replicas), then URL. The order is the failover order. A
 request the kv_cache scorer could not score (no token ids, cold, every candidate
-stale: no `stakes`) gets the bounded-load picker with rendezvous' floor, as it gets
-rendezvous' scores. A candidate not in the stakes (stale events) counts as holding
+stale: no shares) gets the bounded-load picker with rendezvous' floor, as it gets
+rendezvous' scores. A candidate without a share (stale events) counts as holding
 nothing. A first choice by score that the costs move back counts as a spill
 (ragtrim_route_spills_total{backend}).
 """
@@ -39,7 +39,8 @@ from collections.abc import Callable, Sequence
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.kv.picker import Held, Stakes
+from proxy.routing.kv.picker import Held
+from proxy.routing.router import Cycle
 
 
 def expected_cost(ep: Endpoint, held: Held, queue_tokens: int) -> int:
@@ -52,21 +53,25 @@ def expected_cost(ep: Endpoint, held: Held, queue_tokens: int) -> int:
 class KvCostPicker:
     name = "cost"
 
-    def __init__(self, stakes: Stakes, *, queue_tokens: int, fallback: BoundedLoad,
+    def __init__(self, *, queue_tokens: int, fallback: BoundedLoad,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
         """`queue_tokens` comes from KvEventsSettings.queue_tokens; `fallback` is the
         bounded-load picker of RoutingSettings (rendezvous' floor)."""
         if queue_tokens < 0:
             raise ValueError("queue_tokens must be >= 0")
-        self.stakes, self.queue_tokens = stakes, queue_tokens
+        self.queue_tokens = queue_tokens
         self.fallback, self.on_spill = fallback, on_spill
 
     def order(
-        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+        self,
+        ctx: RequestContext,
+        totals: dict[Endpoint, float],
+        endpoints: Sequence[Endpoint],
+        cycle: Cycle | None = None,
     ) -> list[Endpoint]:
-        held = self.stakes.take(ctx)
+        held = cycle.held if cycle is not None else None
         if held is None or not held.total:
-            return self.fallback.order(ctx, totals, endpoints)
+            return self.fallback.order(ctx, totals, endpoints, cycle)
         by_score = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
         costs = {ep: expected_cost(ep, held, self.queue_tokens) for ep in by_score}
         ranked = sorted(by_score, key=costs.__getitem__)  # stable: the scorers' order on ties

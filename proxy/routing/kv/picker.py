@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
+from proxy.routing.router import Cycle
 
 # A replica that evicted nothing for a minute has room: vLLM drops a cached block when
 # it reuses it for a new one (vllm/v1/core/block_pool.py _maybe_evict_cached_block);
@@ -54,24 +55,6 @@ class Held:
     total: int = 0
 
 
-class Stakes:
-    """The kv_cache scorer's shares of the request being ranked, for the picker.
-
-    Router.rank runs the scorers, then the picker, for one request without yielding
-    the loop, so one slot suffices; it is keyed by the request context itself, so a
-    picker never reads another request's shares, and read once."""
-
-    def __init__(self) -> None:
-        self._slot: tuple[RequestContext, Held | None] | None = None
-
-    def put(self, ctx: RequestContext, held: Held | None) -> None:
-        self._slot = (ctx, held)
-
-    def take(self, ctx: RequestContext) -> Held | None:
-        slot, self._slot = self._slot, None
-        return slot[1] if slot is not None and slot[0] is ctx else None
-
-
 def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> float | None:
     """The first choice's share beyond the best other's; None when it has no share."""
     if not shares or not ranked or ranked[0] not in shares:
@@ -83,13 +66,13 @@ def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> f
 class KvBoundedLoad:
     name = "bounded"
 
-    def __init__(self, stakes: Stakes, *, epsilon: float, held: int, free: int,
+    def __init__(self, *, epsilon: float, held: int, free: int,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
         """`epsilon`, `held` (bounded_min_in_flight) and `free` (kv_events.spill_floor)
         come from RoutingSettings, their one home."""
         if free < 0 or held < 0:
             raise ValueError("floors must be >= 0")
-        self.stakes, self.epsilon = stakes, epsilon
+        self.epsilon = epsilon
         self.held, self.free = held, min(free, held)  # a floor set below 3 lowers both
         self.on_spill = on_spill
 
@@ -104,10 +87,14 @@ class KvBoundedLoad:
         return self.floor(stake(held.shares if held else None, ranked))
 
     def order(
-        self, ctx: RequestContext, totals: dict[Endpoint, float], endpoints: Sequence[Endpoint]
+        self,
+        ctx: RequestContext,
+        totals: dict[Endpoint, float],
+        endpoints: Sequence[Endpoint],
+        cycle: Cycle | None = None,
     ) -> list[Endpoint]:
-        held = self.stakes.take(ctx)
+        held = cycle.held if cycle is not None else None
         ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
         picker = BoundedLoad(epsilon=self.epsilon, min_in_flight=self.floor_for(held, ranked),
                              on_spill=self.on_spill)  # fmt: skip
-        return picker.order(ctx, totals, ranked)
+        return picker.order(ctx, totals, ranked, cycle)

@@ -19,7 +19,7 @@ before the first one's events arrive) gets the rendezvous affinity scores instea
 With kv_events the bounded-load floor scales with what a spill would lose
 (proxy/routing/kv/picker.py), and the `cost` picker (proxy/routing/kv/cost.py) weighs
 the tokens each replica holds against its queue: the scorer leaves each request's
-shares and held tokens in `stakes`.
+shares and held tokens in the ranking's `Cycle` (proxy/routing/router.py).
 A prefix held by one replica only (one application's system prompt) would otherwise
 draw every new conversation there; spilled once, its blocks are stored on the other
 replica too, the index sees them, and the floor for requests that share only it drops.
@@ -52,7 +52,8 @@ from proxy.routing.affinity import PrefixAffinity, hrw_weight
 from proxy.routing.kv.chain import block_hash, chain, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, Stakes
+from proxy.routing.kv.picker import ROOM_WINDOW_S, Held
+from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
 
@@ -61,11 +62,10 @@ class KvCacheScorer:
     name = "kv_cache"
 
     def __init__(self, index: KvIndex, tokens: RequestTokens,
-                 on_fallback: Callable[[str], None] | None = None,
-                 stakes: Stakes | None = None, *, thread_bytes: int):  # fmt: skip
+                 on_fallback: Callable[[str], None] | None = None, *,
+                 thread_bytes: int):  # fmt: skip
         """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
         self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
-        self.stakes = stakes or Stakes()
         self.affinity = PrefixAffinity()
         self.on_fallback = on_fallback or (lambda reason: None)
 
@@ -111,20 +111,23 @@ class KvCacheScorer:
                 out[ep] = (leading / len(hashes), hashes, min(len(ids), leading * size))
         return out
 
-    def _stake(self, ctx: RequestContext, shares: dict | None) -> None:
+    def _stake(self, ctx: RequestContext, shares: dict | None) -> Held | None:
         """What the picker reads: shares, tokens held, candidates with room."""
         held = {ep: share for ep, (share, _, _) in (shares or {}).items()}
         if not held or max(held.values()) <= 0:
-            self.stakes.put(ctx, None)
-            return
+            return None
         roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
         tokens = {ep: n for ep, (_, _, n) in shares.items()}
-        self.stakes.put(ctx, Held(held, frozenset(ep for ep in held if ep.url in roomy),
-                                  tokens, len(ctx.token_ids or ())))  # fmt: skip
+        return Held(
+            held, frozenset(ep for ep in held if ep.url in roomy), tokens, len(ctx.token_ids or ())
+        )
 
-    def score(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict[Endpoint, float]:
+    def score(
+        self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
+    ) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
-        self._stake(ctx, shares)
+        if cycle is not None:  # for the kv pickers
+            cycle.held = self._stake(ctx, shares)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)

@@ -2,20 +2,19 @@
 
 proxy/components.py builds one (`build_kv`) when `routing.kv_events.enabled`, hands
 it to the router registry (the `kv_cache` scorer reads its index and token ids and
-leaves each request's shares in `stakes` for the `bounded` picker) and
+leaves each request's shares in the ranking's `Cycle` for the kv pickers) and
 starts/stops its subscriptions with the app's lifespan.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.metrics import Metrics
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import BYTES_PER_BLOCK, KvIndex
-from proxy.routing.kv.picker import Stakes
 from proxy.routing.kv.subscriber import Hooks
 from proxy.routing.kv.subscriptions import KvSubscriptions
 from proxy.settings import KvEventsSettings
@@ -26,7 +25,6 @@ class KvRouting:
     index: KvIndex
     tokens: RequestTokens
     subscriptions: KvSubscriptions
-    stakes: Stakes = field(default_factory=Stakes)  # the scorer's shares, for the picker
 
     async def start(self) -> None:
         await self.subscriptions.start()

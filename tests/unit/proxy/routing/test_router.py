@@ -28,7 +28,7 @@ class Fixed:
     def __init__(self, scores: dict[str, float]):
         self.scores = scores
 
-    def score(self, ctx, endpoints):
+    def score(self, ctx, endpoints, cycle=None):
         return {e: self.scores[e.url] for e in endpoints}
 
 

@@ -12,7 +12,7 @@ from proxy.routing.bounded import BoundedLoad
 from proxy.routing.kv.cost import KvCostPicker, expected_cost
 from proxy.routing.kv.events import BlockRemoved, BlockStored
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import Held, Stakes
+from proxy.routing.kv.picker import Held
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.kv.service import build_kv
 from proxy.routing.load import LeastLoaded
@@ -60,10 +60,9 @@ def index_of(held: dict[Endpoint, list[int]], evicting: bool = True) -> KvIndex:
 
 
 def first(index: KvIndex, ids: list[int], eps: list[Endpoint]) -> Endpoint:
-    stakes = Stakes()
-    scorer = KvCacheScorer(index, Ids(ids), stakes=stakes, thread_bytes=0)
+    scorer = KvCacheScorer(index, Ids(ids), thread_bytes=0)
     fallback = BoundedLoad(epsilon=0.25, min_in_flight=8)
-    picker = KvCostPicker(stakes, queue_tokens=QUEUE, fallback=fallback)
+    picker = KvCostPicker(queue_tokens=QUEUE, fallback=fallback)
     return Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker).rank(ctx(), eps)[0]
 
 
@@ -109,12 +108,11 @@ def test_expected_cost_counts_queue_and_missing_tokens():
 
 def test_no_token_ids_fall_back_to_bounded_load():
     a, b = fleet(0, 0)
-    stakes = Stakes()
     seen: list[str] = []
     scorer = KvCacheScorer(index_of({a: SYSTEM, b: SYSTEM}), Ids(None), seen.append,
-                           stakes=stakes, thread_bytes=0)  # fmt: skip
+                           thread_bytes=0)  # fmt: skip
     fallback = BoundedLoad(epsilon=0.25, min_in_flight=8)
-    router = Router([Weighted(scorer, 1.0)], KvCostPicker(stakes, queue_tokens=QUEUE,
+    router = Router([Weighted(scorer, 1.0)], KvCostPicker(queue_tokens=QUEUE,
                                                           fallback=fallback))  # fmt: skip
     affinity = Router([Weighted(scorer, 1.0)], fallback)
     assert router.rank(ctx(), [a, b]) == affinity.rank(ctx(), [a, b]) and "no_tokens" in seen
@@ -128,6 +126,6 @@ def test_registry_builds_the_cost_picker_from_settings():
     router = build_router(on, metrics, panic=True, kv=kv)
     assert isinstance(router.picker, KvCostPicker)
     assert router.picker.queue_tokens == on.kv_events.queue_tokens == 400
-    assert router.picker.stakes is kv.stakes and router.picker.fallback.min_in_flight == 8
+    assert router.picker.fallback.min_in_flight == 8
     with pytest.raises(ValueError, match="kv_cache"):
         RoutingSettings(picker="cost")

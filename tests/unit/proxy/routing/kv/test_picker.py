@@ -9,10 +9,10 @@ from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.kv.events import BlockRemoved, BlockStored
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, KvBoundedLoad, Stakes, stake
+from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, KvBoundedLoad, stake
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.load import LeastLoaded
-from proxy.routing.router import Router, Weighted
+from proxy.routing.router import Cycle, Router, Weighted
 
 IDS = list(range(100, 140))  # 10 full blocks of 4
 
@@ -46,17 +46,14 @@ def index_holding(a: Endpoint, b: Endpoint, on_a: int, on_b: int, evicting: bool
 
 
 def route(a: Endpoint, b: Endpoint, on_a: int, on_b: int, evicting: bool = True) -> Endpoint:
-    stakes = Stakes()
-    scorer = KvCacheScorer(
-        index_holding(a, b, on_a, on_b, evicting), Ids(), stakes=stakes, thread_bytes=0
-    )
+    scorer = KvCacheScorer(index_holding(a, b, on_a, on_b, evicting), Ids(), thread_bytes=0)
     router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)],
-                    KvBoundedLoad(stakes, epsilon=0.25, held=8, free=3))  # fmt: skip
+                    KvBoundedLoad(epsilon=0.25, held=8, free=3))  # fmt: skip
     return router.rank(ctx(), [a, b])[0]
 
 
 def test_floor_scales_with_the_stake():
-    picker = KvBoundedLoad(Stakes(), epsilon=0.25, held=8, free=3)
+    picker = KvBoundedLoad(epsilon=0.25, held=8, free=3)
     assert [picker.floor(s) for s in (0.0, 0.5, 1.0)] == [3, 6, 8]
     assert picker.floor(None) == 8  # unscored (fallback to affinity): rendezvous' floor
 
@@ -101,10 +98,9 @@ def test_room_is_no_eviction_within_the_window():
 
 def pick(a: Endpoint, b: Endpoint, shares: dict[Endpoint, float]) -> Endpoint:
     """a ranked first by total score; the stake from `shares`."""
-    stakes, request = Stakes(), ctx()
-    stakes.put(request, Held(shares))  # no replica with room: both under cache pressure
-    return KvBoundedLoad(stakes, epsilon=0.25, held=8, free=3).order(
-        request, {a: 0.9, b: 0.5}, [a, b]
+    cycle = Cycle(held=Held(shares))  # no replica with room: both under cache pressure
+    return KvBoundedLoad(epsilon=0.25, held=8, free=3).order(
+        ctx(), {a: 0.9, b: 0.5}, [a, b], cycle
     )[0]
 
 
@@ -120,16 +116,21 @@ def test_a_request_held_as_well_elsewhere_spreads_early():
     assert pick(a, b, {a: 0.9, b: 0.0}) is a  # held only on a: floor 8
 
 
-def test_stakes_are_read_once_and_only_for_their_request():
-    stakes, (a, _) = Stakes(), eps(0, 0)
-    first, other = ctx(), ctx()
-    stakes.put(first, Held({a: 1.0}))
-    assert stakes.take(other) is None and stakes.take(first) is None  # taken by `other`'s read
-    stakes.put(first, Held({a: 1.0}))
-    assert stakes.take(first) == Held({a: 1.0}) and stakes.take(first) is None
+def test_the_scorers_shares_reach_the_picker_in_the_rankings_own_cycle():
+    """Router.rank makes one Cycle per ranking: the scorer writes the request's shares
+    into it and the picker reads them there (no slot shared between rankings)."""
+    a, b = eps(4, 0)
+    scorer = KvCacheScorer(index_holding(a, b, 4, 0, True), Ids(), thread_bytes=0)
+    cycle = Cycle()
+    scorer.score(ctx(), [a, b], cycle)
+    assert cycle.held is not None and cycle.held.shares[a] > cycle.held.shares[b]
+    picker, totals = KvBoundedLoad(epsilon=0.25, held=8, free=3), {a: 1.0, b: 0.0}
+    assert picker.order(ctx(), totals, [a, b], Cycle())[0] is a  # no shares: floor 8
+    even = Cycle(held=Held({a: 0.4, b: 0.4}))  # held as well on b: floor 3, a spills
+    assert picker.order(ctx(), totals, [a, b], even)[0] is b
 
 
 def test_floors_are_checked_and_a_low_held_floor_lowers_free():
     with pytest.raises(ValueError):
-        KvBoundedLoad(Stakes(), epsilon=0.25, held=-1, free=3)
-    assert KvBoundedLoad(Stakes(), epsilon=0.25, held=2, free=3).free == 2
+        KvBoundedLoad(epsilon=0.25, held=-1, free=3)
+    assert KvBoundedLoad(epsilon=0.25, held=2, free=3).free == 2

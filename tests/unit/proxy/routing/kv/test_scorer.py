@@ -114,7 +114,6 @@ def test_registry_builds_the_kv_cache_scorer_named_with_events_on():
     assert isinstance(router.scorers[0].scorer, KvCacheScorer)
     assert isinstance(router.picker, KvBoundedLoad)
     assert (router.picker.held, router.picker.free) == (8, 3)
-    assert router.scorers[0].scorer.stakes is router.picker.stakes is kv.stakes
     with pytest.raises(ValueError, match="kv_events.enabled"):
         build_router(on, Metrics(), panic=True)  # the subscription not built
     assert build_kv(KvEventsSettings(), EndpointPool(), metrics, "") is None
