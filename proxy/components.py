@@ -19,11 +19,9 @@ from proxy.backends.health import HealthChecker
 from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
 from proxy.compression.ingest import Ingest
-from proxy.compression.parts import make_engine, make_gate, make_stable, make_store
-from proxy.compression.recalibration import Recalibration
+from proxy.compression.parts import make_compression, make_store
 from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
-from proxy.compression.token_counter import TargetTokenCounter
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
 from proxy.prompt.segment import Segmenter
@@ -227,12 +225,8 @@ def build(
     tenant = TenantStage(settings.tenancy)
     ops = make_operations(settings, store, metrics, tenant)
     c = settings.compression
-    engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
-    gate = make_gate(c, engine.compressor, pool)
-    stable = make_stable(c, store, gate, metrics, engine)
-    compression = CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,
-                                     Recalibration(engine, gate, c.recalibrate_s),
-                                     stable)  # fmt: skip
+    compression = make_compression(settings, store, pool, metrics, compressor)
+    engine, gate, stable = compression.engine, compression.gate, compression.stable
     stages = make_stages(settings, tenant, compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)

@@ -120,6 +120,10 @@ class Metrics:
             "ragtrim_compress_seconds", "Compression time per request", buckets=LATENCY_BUCKETS,
             registry=r,
         )  # fmt: skip
+        self._memo_instruments(r)
+
+    def _memo_instruments(self, r: CollectorRegistry) -> None:
+        """The output memo, the feature cache and the shared store behind both."""
         self.memo_lookups = Counter(
             "ragtrim_memo_lookups", "Chunk memo lookups by result", ["result"], registry=r
         )

@@ -16,7 +16,10 @@ from compressors import Compressor, build_compressor
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.cache_view import CacheView
 from proxy.compression.engine import CompressionEngine
+from proxy.compression.recalibration import Recalibration
+from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
+from proxy.compression.token_counter import TargetTokenCounter
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
 from proxy.settings import CompressionSettings, Settings
@@ -92,3 +95,16 @@ def make_store(
         on_error=on_error,
         fallback=local,
     )
+
+
+def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, metrics: Metrics,
+                     compressor: Compressor | None = None) -> CompressionService:  # fmt: skip
+    """The compression service the compress stage calls: engine, gate, the prefix cache's
+    say and the re-measurement, from `settings.compression`."""
+    c = settings.compression
+    engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
+    gate = make_gate(c, engine.compressor, pool)
+    stable = make_stable(c, store, gate, metrics, engine)
+    recalibration = Recalibration(engine, gate, c.recalibrate_s)
+    return CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,
+                              recalibration, stable)  # fmt: skip

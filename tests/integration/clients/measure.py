@@ -42,6 +42,7 @@ def sums(url: str, names: tuple[str, ...]) -> dict[str, float]:
 
 
 VLLM = ("vllm:request_success", "vllm:prefix_cache_hits")
+GENERATIONS = ("completions", "responses")  # the paths whose x-ragtrim headers count
 RAGTRIM = ("ragtrim_cached_tokens",)
 
 
@@ -68,7 +69,7 @@ def twice(
         wire = Wire(f"{proxy_url}/v1", model)
         before, tap = sums(vllm_url, VLLM), sums(proxy_url, RAGTRIM)
         out["runs"].append(pipeline(wire, documents(), QUESTION, stream))
-        calls = [h for path, h in wire.calls if path.endswith("completions")]
+        calls = [h for path, h in wire.calls if path.endswith(GENERATIONS)]
         after = settled(vllm_url, before, len(calls))
         time.sleep(0.2)  # ragtrim counts usage as the stream ends
         tapped = sums(proxy_url, RAGTRIM)["ragtrim_cached_tokens"] - tap["ragtrim_cached_tokens"]
