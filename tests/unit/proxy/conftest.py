@@ -7,6 +7,7 @@ import pytest
 
 from proxy.server.app import create_app
 from proxy.settings import Settings
+from tests.doubles.recording_vllm import RecordingVllm
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import ServerThread, serving
 
@@ -14,6 +15,15 @@ from tests.support.servers import ServerThread, serving
 @pytest.fixture
 def stub() -> Iterator[ServerThread]:
     with serving(StubVllm()) as server:
+        yield server
+
+
+@pytest.fixture
+def recording() -> Iterator[ServerThread]:
+    """A vLLM double that records every request it is sent (`server.backend`)."""
+    backend = RecordingVllm()
+    with serving(backend) as server:
+        server.backend = backend
         yield server
 
 

@@ -11,11 +11,9 @@ import re
 from pathlib import Path
 
 import httpx
-import pytest
 
 from proxy.http import route_table
 from proxy.stages.tenant import tenant_salt
-from tests.doubles.recording_vllm import RecordingVllm
 from tests.support import vllm_openapi_routes as fixture
 from tests.support.servers import serving
 
@@ -75,14 +73,6 @@ def test_every_route_whose_vllm_request_takes_cache_salt_is_salted():
     # /invocations reads the raw body (no declared model) and hands it to vLLM's chat,
     # completions or pooling handler: every one of them takes cache_salt
     assert salted - takes == {"/invocations"}
-
-
-@pytest.fixture
-def recording():
-    backend = RecordingVllm()
-    with serving(backend) as server:
-        server.backend = backend
-        yield server
 
 
 NEW = [  # 404s before issue 31

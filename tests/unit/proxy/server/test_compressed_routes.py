@@ -8,21 +8,11 @@ import httpx
 import openai
 import pytest
 
-from tests.doubles.recording_vllm import RecordingVllm
 from tests.support.compressor_doubles import HalfWords
-from tests.support.servers import serving
 from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, SYSTEM
 
 QUESTION = "What is the capital of France?"
 HALVED = [" ".join(d.split()[: round(len(d.split()) / 2)]) for d in DOCS]
-
-
-@pytest.fixture
-def recording():
-    backend = RecordingVllm()
-    with serving(backend) as server:
-        server.backend = backend
-        yield server
 
 
 def sent(recording, path: str) -> dict:

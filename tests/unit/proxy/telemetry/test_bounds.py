@@ -24,8 +24,6 @@ from proxy.telemetry.accesslog import LOGGER
 from proxy.telemetry.middleware import TelemetryMiddleware
 from proxy.telemetry.record import bind
 from proxy.telemetry.tracing import Tracing
-from tests.doubles.recording_vllm import RecordingVllm
-from tests.support.servers import serving
 
 LIMIT = 256
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -140,14 +138,6 @@ def access_lines():
         yield handler.lines
     finally:
         logging.getLogger(LOGGER).removeHandler(handler)
-
-
-@pytest.fixture
-def recording():
-    backend = RecordingVllm()
-    with serving(backend) as server:
-        server.backend = backend
-        yield server
 
 
 def lines_for(lines: list[dict], n: int) -> list[dict]:

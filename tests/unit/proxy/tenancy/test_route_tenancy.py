@@ -8,9 +8,7 @@ import pytest
 
 from proxy.http import route_table
 from proxy.stages.tenant import tenant_salt
-from tests.doubles.recording_vllm import RecordingVllm
 from tests.support.compressor_doubles import HalfWords
-from tests.support.servers import serving
 
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "route-tenancy-secret"}
 DOCS = ["Paris is the capital of France and its largest city.", "The Seine flows north."]
@@ -80,14 +78,6 @@ UNSALTED = {  # why no salt: nothing reaches vLLM's prefix cache, or vLLM takes 
     "/v1/responses/{id}", "/v1/responses/{id}/cancel",  # a stored response, no model run
 }  # fmt: skip
 ACME, GLOBEX = ({"authorization": f"Bearer {k}"} for k in ("key-a", "key-b"))
-
-
-@pytest.fixture
-def recording():
-    backend = RecordingVllm()
-    with serving(backend) as server:
-        server.backend = backend
-        yield server
 
 
 def passed_routes() -> list[tuple[str, str]]:
