@@ -57,13 +57,14 @@ class Endpoint:
     scrape: ScrapeCursor = field(default_factory=ScrapeCursor)
     left: bool = False  # removed from the pool: requests still on it count in no series
 
-    # in flight ------------------------------------------------------------------
+    # what the gate reads --------------------------------------------------------
     def observe_queue(self, waiting: float, running: float, at: float | None = None) -> None:
         """vLLM's (waiting, running) gauges as read now (proxy/backends/scrape.py); the
         gate's `BackendQueue` reads the window."""
         at = time.monotonic() if at is None else at
         self.queue.append((max(0.0, waiting), max(0.0, running), at))
 
+    # in flight ------------------------------------------------------------------
     def take(self) -> None:
         self.in_flight += 1
 
