@@ -130,14 +130,23 @@ class TimingHook:
             self.metrics.upstream_tpot.labels(ex.url).observe(tpot)
 
 
+def taught(ctx: RequestContext, ex: Exchange, error: BaseException | None):
+    """What a finished generation teaches, (usage, TTFT ms when streamed), or None for
+    an answer that teaches nothing (an error, a pass-through route). The feedback hook
+    and the telemetry record's hook read the same answers."""
+    if error is not None or ctx.route == "other":
+        return None
+    return ex.usage, (ex.ttft_ms() if ctx.stream else None)
+
+
 class FeedbackHook:
     def __init__(self, feedback: Any):  # proxy/response/feedback.py Feedback
         self.feedback = feedback
 
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
-        if error is None and ctx.route != "other":
-            ttft_ms = ex.ttft_ms() if ctx.stream else None
-            self.feedback.observe(ctx, ex.url, ex.usage, ttft_ms)
+        learned = taught(ctx, ex, error)
+        if learned is not None:
+            self.feedback.observe(ctx, ex.url, *learned)
 
 
 class OwnerHook:

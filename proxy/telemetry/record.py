@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.context import RequestContext
+from proxy.response.hooks import taught
 
 CURRENT: ContextVar[RequestRecord | None] = ContextVar("ragtrim_request_record", default=None)
 
@@ -51,8 +52,8 @@ class RecordHook:
     same answers as the feedback hook (a finished generation on a compressible route)."""
 
     def done(self, ctx: RequestContext, ex: Any, error: BaseException | None) -> None:
-        record = CURRENT.get()
-        if record is None or error is not None or ctx.route == "other":
+        record, learned = CURRENT.get(), taught(ctx, ex, error)
+        if record is None or learned is None:
             return
-        record.ctx, record.backend, record.usage = ctx, ex.url, ex.usage
-        record.upstream_ttft_ms = ex.ttft_ms() if ctx.stream else None
+        record.ctx, record.backend = ctx, ex.url
+        record.usage, record.upstream_ttft_ms = learned
