@@ -85,7 +85,7 @@ def start_ragtrim(backends: list[str], port: int):
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port),
             "--backends", ",".join(backends), "--log-level", "error",
             "--compression-policy", "always", "--compression-min-context-tokens", "0",
-            "--limits-max-in-flight", "16", "--health-interval", "1"]  # fmt: skip
+            "--admission-max-in-flight", "16", "--health-interval-s", "1"]  # fmt: skip
     env = {"RAGTRIM_TENANCY__API_KEYS": json.dumps(KEYS), "RAGTRIM_TENANCY__SALT_SECRET": SECRET}
     proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env)
     key = {"authorization": f"Bearer {KEY_OF['alpha']}"}

@@ -48,7 +48,7 @@ def start_stub(per_token_ms: float, cache_blocks: int):
 
 
 def start_ragtrim(backend: str, block_size: int):
-    env = {"RAGTRIM_COMPRESSION__TIMEOUT": "60",
+    env = {"RAGTRIM_COMPRESSION__TIMEOUT_S": "60",
            "RAGTRIM_COMPRESSION__TOKENIZER": str(MODEL_DIR),
            "RAGTRIM_COMPRESSION__STABLE__BLOCK_SIZE": str(block_size)}  # fmt: skip
     port = free_port()

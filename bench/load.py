@@ -54,7 +54,7 @@ def body(arrival, model: str, salt: str) -> dict:
 def ragtrim_env(args, tokenizer) -> dict[str, str]:
     return {"RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
             "RAGTRIM_COMPRESSION__RATE": str(args.rate),
-            "RAGTRIM_COMPRESSION__TIMEOUT": "30",
+            "RAGTRIM_COMPRESSION__TIMEOUT_S": "30",
             "RAGTRIM_COMPRESSION__TOKENIZER": str(tokenizer)}  # fmt: skip
 
 

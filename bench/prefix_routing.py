@@ -10,7 +10,7 @@ so each must cache the whole set and evicts; affinity gives each replica about h
 of it, which fits. The default regime (vLLM's default cache, far larger than the set)
 is the control: there routing can only win the compulsory misses back.
 
-Two ragtrim proxies (--routing-scorers roundrobin --routing-picker highest, and the
+Two ragtrim proxies (--routing-scorers roundrobin --routing-picker-name highest, and the
 default: prefix affinity + least loaded, bounded-load picker with its floor of 8 in flight) sit
 in front of the same two replicas. Each (repeat, mode) has its own set of --prompts
 system prompts, requests (prompt, question) in a shuffled order, streamed with usage:
@@ -67,7 +67,10 @@ from bench.lib.prefix_workload import (
 )
 from bench.lib.vllm_pair import BLOCK, one_request
 
-RR = {"RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]', "RAGTRIM_ROUTING__PICKER": "highest"}
+RR = {
+    "RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]',
+    "RAGTRIM_ROUTING__PICKER__NAME": "highest",
+}
 ROUTING = {"roundrobin": RR, "ragtrim": {}, "kv": {}}  # kv: kv_env
 TARGETS = {  # (path in the result, comparison, bound); "ragtrim" is rendezvous affinity
     **KV_TARGETS,

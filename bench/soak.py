@@ -89,8 +89,8 @@ def start_ragtrim(fleet: Fleet, port: int) -> subprocess.Popen:
     backends = ",".join(f"http://127.0.0.1:{p}" for p in fleet.stub_ports)
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends", backends,
             "--redis-url", f"redis://127.0.0.1:{fleet.redis_port}/0", "--log-level", "error",
-            "--health-interval", "0.5", "--health-timeout", "0.5",
-            "--timeouts-first-byte", "5", "--timeouts-idle", "5", "--timeouts-total", "20",
+            "--health-interval-s", "0.5", "--health-timeout-s", "0.5",
+            "--timeouts-first-byte-s", "5", "--timeouts-idle-s", "5", "--timeouts-total-s", "20",
             "--compression-compressor", "identity", "--compression-policy", "always",
             "--compression-min-context-tokens", "0"]  # fmt: skip
     return spawn(args, f"http://127.0.0.1:{port}/readyz")

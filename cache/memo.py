@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from cache.keys import memo_key
 from cache.store import KVStore
 
-# A week: the default of compression.memo_ttl (proxy/config/compression.py reads it here).
+# A week: the default of compression.memo_ttl_s (proxy/config/compression.py reads it here).
 MEMO_TTL_S = 7 * 24 * 3600
 
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 log = logging.getLogger("ragtrim.cache")
 Probe = Callable[[], Awaitable[object]]
-# A Redis call slower than this counts as an outage by default: store.redis_timeout_s
+# A Redis call slower than this counts as an outage by default: redis.timeout_s
 # (proxy/config/tenancy.py). A cache read that waits longer costs more than a miss.
 REDIS_TIMEOUT_S = 0.1
 

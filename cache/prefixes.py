@@ -22,7 +22,7 @@ from typing import Any
 from cache.store import KVStore
 
 HOT = "prefix:hot"
-# The defaults of store.prefix_ttl and store.hot_prefixes (proxy/config/tenancy.py reads them).
+# The defaults of store.prefix_ttl_s and store.hot_prefixes (proxy/config/tenancy.py reads them).
 PREFIX_TTL_S = 7 * 24 * 3600
 HOT_KEEP = 1024
 

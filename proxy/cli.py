@@ -1,7 +1,7 @@
 """`ragtrim serve`: every Settings field is a flag, with its description as help.
 
 Flags are generated from the Settings model so the CLI cannot drift from it:
-nested fields become `--timeouts-connect`. A list flag (LIST) takes a JSON list, or a
+nested fields become `--timeouts-connect-s`. A list flag (LIST) takes a JSON list, or a
 plain string: comma-separated for the lists that say so (backends, routing filters
 and scorers split strings themselves), else the list's one item, so that
 `--compression-patterns '(?P<context>.+)'` works although a regex may hold commas
@@ -20,7 +20,7 @@ from typing import Any, get_origin
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from proxy.config.removed import REMOVED
+from proxy.config.removed import RENAMED, REPLACED, flag_name
 from proxy.settings import Settings, load_settings
 
 
@@ -55,13 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="run the proxy",
         description="Run the proxy. Precedence: flags > RAGTRIM_* env > --config YAML > "
-        "defaults. Nested env names use '__' (RAGTRIM_TIMEOUTS__CONNECT).",
+        "defaults. Nested env names use '__' (RAGTRIM_TIMEOUTS__CONNECT_S).",
     )
     serve.add_argument("--config", help="YAML file with settings (same names as below)")
     for path, description, default, kind in _fields(Settings):
         flag = "--" + "-".join(path).replace("_", "-")
         env = "RAGTRIM_" + "__".join(path).upper()
-        shown = json.dumps(default, default=str) if kind else default
+        shown = _shown(default) if kind else default
         how = {"list": " A JSON list, or one item.", "split": " A JSON list or comma-separated."}
         serve.add_argument(
             flag,
@@ -84,20 +84,33 @@ def settings_reference() -> str:
              "| setting (YAML path) | env | default | description |",
              "|---|---|---|---|"]  # fmt: skip
     for path, description, default, _ in _fields(Settings):
-        shown = json.dumps(default, default=str)
+        shown = _shown(default)
         env = "RAGTRIM_" + "__".join(path).upper()
         text = " ".join(description.split()).replace("|", "\\|")
         lines.append(f"| `{'.'.join(path)}` | `{env}` | `{shown}` | {text} |")
+    lines += ["", "## Renamed and removed", "",
+              "ragtrim refuses to start with any of these, naming the replacement.", "",
+              "| old setting | now |", "|---|---|"]  # fmt: skip
+    lines += [f"| `{old}` | `{new}` |" for old, new in RENAMED.items()]
+    lines += [f"| `{old}` | {why} (issue {n}) |" for old, (n, why) in REPLACED.items()]
     return "\n".join(lines) + "\n"
+
+
+def _shown(default: Any) -> str:
+    """A default as JSON; a part of a list (a filter, a scorer) by what it sets."""
+    plain = lambda v: v.model_dump(exclude_defaults=True) if isinstance(v, BaseModel) else str(v)  # noqa: E731
+    return json.dumps(default, default=plain)
 
 
 def _removed_flags(serve: argparse.ArgumentParser) -> None:
     """Removed settings stay accepted as hidden flags so that validation refuses them
-    naming the replacement (proxy/config/removed.py), not argparse's bare "unrecognized"."""
-    for section, keys in REMOVED.items():
-        for key in keys:
-            flag = f"--{section}-{key}".replace("_", "-")
-            serve.add_argument(flag, dest=f"{section}::{key}", help=argparse.SUPPRESS)
+    naming the replacement (proxy/config/removed.py), not argparse's bare "unrecognized".
+    A flag that kept its name (`--redis-url` is redis.url now) stays the live one."""
+    live = {action.option_strings[0] for action in serve._actions if action.option_strings}
+    for path in (*RENAMED, *REPLACED):
+        if flag_name(path) not in live:
+            serve.add_argument(flag_name(path), dest=path.replace(".", "::"),
+                               help=argparse.SUPPRESS)  # fmt: skip
 
 
 def _one_item_lists() -> frozenset[str]:

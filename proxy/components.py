@@ -131,7 +131,7 @@ def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
     scraper = None
     if c.prefill_metrics:
         scraper = MetricsScraper(gate.pool, transport, metrics,
-                                 min_interval=c.prefill_scrape_interval)  # fmt: skip
+                                 min_interval=c.prefill_scrape_interval_s)  # fmt: skip
     return Feedback(metrics, gate, prefixes, gate.pool, scraper)
 
 
@@ -146,11 +146,11 @@ def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: Endpo
 
 
 def make_quota_store(settings: Settings, store: KVStore, metrics: Metrics) -> KVStore:
-    """The limit script gets its own Redis connections and timeout (quotas.redis_timeout_s):
+    """The limit script gets its own Redis connections and timeout (redis.quota_timeout_s):
     a cache read may give up in 0.1 s, a limit check that gives up fails open."""
-    if not settings.redis_url or not isinstance(store, RedisStore):
+    if not settings.redis.url or not isinstance(store, RedisStore):
         return store
-    return RedisStore(settings.redis_url, timeout=settings.quotas.redis_timeout_s,
+    return RedisStore(settings.redis.url, timeout=settings.redis.quota_timeout_s,
                       on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
                       fallback=MemoryStore(max_items=1000, max_bytes=1 << 20))  # fmt: skip
 
@@ -201,7 +201,7 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
-                     Admission(settings.limits, metrics), tenant.authenticate,
+                     Admission(settings.admission, metrics), tenant.authenticate,
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
                      parser=RequestParser(settings.requests,
                                           settings.compression.limits.offload_bytes),
@@ -219,7 +219,7 @@ def build(
     static_backends, dns_targets = split_backends(settings.backends)
     pool = EndpointPool.from_urls(static_backends)
     metrics.watch_pool(pool)
-    transport = transport or AiohttpTransport(settings.timeouts.connect)
+    transport = transport or AiohttpTransport(settings.timeouts.connect_s)
     if store is None:
         store = make_store(settings, lambda op, _: metrics.store_errors.labels(op).inc())
     tenant = TenantStage(settings.tenancy)
@@ -231,8 +231,8 @@ def build(
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
     router = build_router(settings.routing, metrics, panic=settings.health.panic, kv=kv,
-                          limits=settings.limits)  # fmt: skip
-    prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl,
+                          retry_after_s=settings.admission.retry_after_s)  # fmt: skip
+    prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl_s,
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,

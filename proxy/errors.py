@@ -93,7 +93,7 @@ class PayloadTooLarge(ProxyError):
 
 
 class RequestTimeout(ProxyError):
-    """The head or the body did not arrive within http.head_timeout / body_timeout."""
+    """The head or the body did not arrive within http.head_timeout_s / body_timeout_s."""
 
     status, type, code = 408, "invalid_request_error", "request_timeout"
 

@@ -1,7 +1,7 @@
 """Settings: the only code in ragtrim that reads the environment.
 
 Precedence, highest first: CLI flags, `RAGTRIM_*` environment variables (nested
-fields with `__`, e.g. `RAGTRIM_TIMEOUTS__CONNECT=1`), the optional YAML file,
+fields with `__`, e.g. `RAGTRIM_TIMEOUTS__CONNECT_S=1`), the optional YAML file,
 then the defaults below. Components receive their own sub-settings as arguments.
 """
 
@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
     Field,
     PrivateAttr,
     field_validator,
@@ -27,10 +26,10 @@ from proxy.config.compression import (  # noqa: F401 - re-exported: `from proxy.
     CompressionSettings,
 )
 from proxy.config.edge import (  # noqa: F401 - re-exported: `from proxy.settings import X`
+    AdmissionSettings,
     DiscoverySettings,
     HealthSettings,
     HttpSettings,
-    LimitSettings,
     RequestLimitSettings,
     TimeoutSettings,
     UpstreamSettings,
@@ -42,12 +41,17 @@ from proxy.config.operations import (  # noqa: F401 - re-exported: `from proxy.s
     TelemetrySettings,
     TenantQuota,
 )
+from proxy.config.redis import RedisSettings
+from proxy.config.removed import reject_removed
 from proxy.config.routing import (  # noqa: F401 - re-exported: `from proxy.settings import X`
+    FilterSpec,
     KvEndpoint,
     KvEventsSettings,
+    PickerSettings,
     RoutingSettings,
     WeightedScorer,
 )
+from proxy.config.section import Section
 from proxy.config.tenancy import (  # noqa: F401 - re-exported: `from proxy.settings import X`
     MIN_SALT_SECRET,
     StoreSettings,
@@ -56,7 +60,7 @@ from proxy.config.tenancy import (  # noqa: F401 - re-exported: `from proxy.sett
 )
 
 
-class TracingSettings(BaseModel):
+class TracingSettings(Section):
     """OpenTelemetry traces over OTLP/HTTP (the `otel` extra: proxy/telemetry/tracing.py).
     The standard OTEL_* variables are read here, with the rest of the configuration."""
 
@@ -115,7 +119,7 @@ class Settings(BaseSettings):
     )
     timeouts: TimeoutSettings = Field(default_factory=TimeoutSettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
-    limits: LimitSettings = Field(default_factory=LimitSettings)
+    admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
     upstream: UpstreamSettings = Field(default_factory=UpstreamSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     requests: RequestLimitSettings = Field(default_factory=RequestLimitSettings)
@@ -123,7 +127,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         16 * 1024 * 1024, gt=0, description="Largest request body accepted (413 above)."
     )
-    redis_url: str = Field("", description="Redis URL for shared state; empty = in-process store.")
+    redis: RedisSettings = Field(default_factory=RedisSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     compression: CompressionSettings = Field(default_factory=CompressionSettings)
     canonical: CanonicalSettings = Field(default_factory=CanonicalSettings)
@@ -143,6 +147,11 @@ class Settings(BaseSettings):
         description="Let logs carry text from requests (exception messages of failed stages "
         "and compressions can quote prompts); off: only error types and where they arose.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed(cls, data: Any) -> Any:
+        return reject_removed(data)
 
     @field_validator("backends", mode="before")
     @classmethod

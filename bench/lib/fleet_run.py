@@ -31,11 +31,11 @@ BASE = {"RAGTRIM_COMPRESSION__ENABLED": "false", "RAGTRIM_WARMUP__ENABLED": "fal
 MODES = {
     "random": None,
     "roundrobin": {"RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]',
-                   "RAGTRIM_ROUTING__PICKER": "highest"},
+                   "RAGTRIM_ROUTING__PICKER__NAME": "highest"},
     "rendezvous": {},  # ragtrim's default: affinity:1, load:0.3, bounded
     "kv": {"RAGTRIM_ROUTING__SCORERS": '[{"name": "kv_cache", "weight": 1}, '
                                        '{"name": "load", "weight": 0.3}]',
-           "RAGTRIM_ROUTING__PICKER": "cost"},
+           "RAGTRIM_ROUTING__PICKER__NAME": "cost"},
 }  # fmt: skip
 # kv with cache-aware compression on (issue 24's gate, issue 29's stable forms): the
 # gate learns each replica's prefill speed from its /metrics and streamed TTFTs

@@ -47,7 +47,7 @@ def measure(stub: str, workers: int, compressor: str, rate: float, cases: dict) 
     env = {"RAGTRIM_COMPRESSION__COMPRESSOR": compressor,
            "RAGTRIM_COMPRESSION__RATE": str(rate),
            "RAGTRIM_COMPRESSION__POLICY": "always",
-           "RAGTRIM_COMPRESSION__TIMEOUT": "60",
+           "RAGTRIM_COMPRESSION__TIMEOUT_S": "60",
            "RAGTRIM_COMPRESSION__TOKENIZER": str(lb.SIM_MODEL_DIR),
            "RAGTRIM_WORKERS": str(workers)}  # fmt: skip
     placement = lb.cores()

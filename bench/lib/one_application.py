@@ -100,7 +100,7 @@ def proxies(replicas) -> Iterator[dict[str, str]]:
     envs = {
         "roundrobin": {
             "RAGTRIM_ROUTING__SCORERS": '[{"name": "roundrobin"}]',
-            "RAGTRIM_ROUTING__PICKER": "highest",
+            "RAGTRIM_ROUTING__PICKER__NAME": "highest",
         },
         "rendezvous": {},  # the default: affinity:1,load:0.3, bounded
         "kv": kv_env(replicas),

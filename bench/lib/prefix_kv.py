@@ -115,7 +115,7 @@ def kv_env(replicas: list[Replica]) -> dict[str, str]:
         "RAGTRIM_ROUTING__SCORERS": json.dumps(
             [{"name": "kv_cache", "weight": 1}, {"name": "load", "weight": 0.3}]
         ),
-        "RAGTRIM_ROUTING__PICKER": "cost",
+        "RAGTRIM_ROUTING__PICKER__NAME": "cost",
         "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints),
     }
 

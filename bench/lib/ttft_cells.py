@@ -210,7 +210,7 @@ def start_ragtrim(backend: str, args, tokenizer: Path,
         **(extra_env or {}),
         "RAGTRIM_COMPRESSION__COMPRESSOR": args.compressor,
         "RAGTRIM_COMPRESSION__RATE": str(args.rate),
-        "RAGTRIM_COMPRESSION__TIMEOUT": "60",
+        "RAGTRIM_COMPRESSION__TIMEOUT_S": "60",
         "RAGTRIM_COMPRESSION__TOKENIZER": str(tokenizer),
     }
     port = free_port()

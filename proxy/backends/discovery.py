@@ -148,7 +148,7 @@ class NameserverResolver:
 
 def make_resolver(settings: DiscoverySettings) -> Resolver:
     if settings.nameserver:
-        return NameserverResolver(settings.nameserver, settings.timeout)
+        return NameserverResolver(settings.nameserver, settings.timeout_s)
     return SystemResolver()
 
 
@@ -173,7 +173,7 @@ class Discovery:
     async def _lookup(self, target: DnsTarget) -> list[str] | None:
         """The answer, or None (counted) when the last good set must stay."""
         try:
-            async with asyncio.timeout(self.settings.timeout):
+            async with asyncio.timeout(self.settings.timeout_s):
                 addresses = await self.resolver.resolve(target.host, target.port)
         except (ResolveError, TimeoutError, OSError) as exc:
             self.metrics.discovery_refreshes.labels(target.source, "error").inc()
@@ -210,7 +210,7 @@ class Discovery:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(self.settings.interval)
+            await asyncio.sleep(self.settings.interval_s)
             try:
                 await self.refresh()
             except Exception:  # noqa: BLE001 - the next round tries again

@@ -51,7 +51,7 @@ class HealthChecker:
     async def models(self, ep: Endpoint) -> tuple[dict, ...]:
         """The backend's model cards; an UpstreamError or CheckFailed otherwise."""
         reply = await call(self.transport, "GET", f"{ep.url}/v1/models", headers=CLOSE,
-                           timeout=self.settings.timeout, phase="health check")  # fmt: skip
+                           timeout=self.settings.timeout_s, phase="health check")  # fmt: skip
         if reply.status != 200:
             raise CheckFailed(f"HTTP {reply.status}")
         try:
@@ -85,7 +85,7 @@ class HealthChecker:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(self.settings.interval)
+            await asyncio.sleep(self.settings.interval_s)
             await self.check_all()
 
     async def start(self) -> None:

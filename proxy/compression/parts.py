@@ -36,7 +36,7 @@ def make_engine(
         c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
     )
     return CompressionEngine(
-        compressor, ChunkMemo(store, c.memo_ttl), timeout=c.timeout, workers=c.workers,
+        compressor, ChunkMemo(store, c.memo_ttl_s), timeout=c.timeout_s, workers=c.workers,
         count=counter, features=make_feature_cache(c, store, metrics),
     )  # fmt: skip
 
@@ -47,9 +47,9 @@ def make_feature_cache(c: CompressionSettings, store: KVStore,
     if not c.feature_cache_bytes:
         return None
     if metrics is None:
-        return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl)
+        return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl_s)
     lookups, written = metrics.feature_lookups, metrics.feature_bytes_written
-    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl,
+    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl_s,
                          on_lookup=lambda result, n: lookups.labels(result).inc(n),
                          on_write=written.inc)  # fmt: skip
     metrics.feature_cache_bytes.set_function(lambda: cache.local.bytes)
@@ -87,11 +87,11 @@ def make_store(
     Redis with its outage fallback. The one recipe for the proxy and the LangChain
     runtime (proxy/integrations/langchain/runtime.py)."""
     local = MemoryStore(max_bytes=settings.store.memory_bytes)
-    if not settings.redis_url:
+    if not settings.redis.url:
         return local
     return RedisStore(
-        settings.redis_url,
-        timeout=settings.store.redis_timeout_s,
+        settings.redis.url,
+        timeout=settings.redis.timeout_s,
         on_error=on_error,
         fallback=local,
     )

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from cache.features import FEATURE_CACHE_BYTES
 from cache.forwarded import FORWARDED_BYTES, FORWARDED_TTL_S
 from cache.memo import MEMO_TTL_S
 from cache.stable_forms import MAX_QUESTIONS, STABLE_FORM_TTL_S
 from proxy.config.compressor_options import check_options
-from proxy.config.removed import reject_removed
+from proxy.config.section import Section
 from proxy.prompt.segment.patterns import DEFAULT_TIMEOUT_S
 
 
-class CompressionLimitSettings(BaseModel):
+class CompressionLimitSettings(Section):
     """Bounds on the work one request's context can cause (issue 23): every step that
     grows with the context (locating documents, segmentation, patterns, protected spans,
     the compressor) is linear, and these caps bound its size. Documents named in the
@@ -52,7 +52,7 @@ class CompressionLimitSettings(BaseModel):
     )
 
 
-class StableSettings(BaseModel):
+class StableSettings(Section):
     """Cache-aware compression (issue 29): price only the tokens a backend has not cached,
     and reuse a document set's compressed form byte for byte (proxy/compression/stable.py)."""
 
@@ -87,7 +87,7 @@ class StableSettings(BaseModel):
     )
 
 
-class CompressionSettings(BaseModel):
+class CompressionSettings(Section):
     enabled: bool = Field(
         True,
         description="Find and compress retrieved context; false: the one switch that turns "
@@ -120,7 +120,7 @@ class CompressionSettings(BaseModel):
     max_added_ms: float = Field(
         2500.0, ge=0, description="Most compression time the cost gate may add to a request."
     )
-    timeout: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
+    timeout_s: float = Field(5.0, gt=0, description="Seconds a compression may take (fail open).")
     workers: int = Field(1, ge=1, description="Compression worker threads.")
     torch_threads: int = Field(
         1,
@@ -153,28 +153,23 @@ class CompressionSettings(BaseModel):
         default_factory=list,
         description="Regexes with a named group `context` (and optional `question`).",
     )
-    memo_ttl: float = Field(MEMO_TTL_S, gt=0, description="Seconds a compressed chunk is kept.")
+    memo_ttl_s: float = Field(MEMO_TTL_S, gt=0, description="Seconds a compressed chunk is kept.")
     feature_cache_bytes: int = Field(
         FEATURE_CACHE_BYTES,
         ge=0,
         description="In-process byte cap of the per-chunk feature cache (question-independent "
-        "compressor features, also kept in the shared store for memo_ttl); 0 = off.",
+        "compressor features, also kept in the shared store for memo_ttl_s); 0 = off.",
     )
     prefill_metrics: bool = Field(
         True,
         description="Learn each backend's prefill cost from its vLLM /metrics after responses "
         "(non-streamed traffic gives no TTFT).",
     )
-    prefill_scrape_interval: float = Field(
+    prefill_scrape_interval_s: float = Field(
         0.5, gt=0, description="Fewest seconds between two /metrics reads of one backend."
     )
     limits: CompressionLimitSettings = Field(default_factory=CompressionLimitSettings)
     stable: StableSettings = Field(default_factory=StableSettings)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _removed(cls, data: Any) -> Any:
-        return reject_removed("compression", data)
 
     @model_validator(mode="after")
     def _options(self) -> CompressionSettings:
@@ -182,7 +177,7 @@ class CompressionSettings(BaseModel):
         return self
 
 
-class CanonicalSettings(BaseModel):
+class CanonicalSettings(Section):
     normalize_newlines: bool = Field(
         False, description="CRLF/CR to LF in the static prefix (opt-in: changes client bytes)."
     )

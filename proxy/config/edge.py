@@ -1,30 +1,32 @@
-"""The HTTP edge and the backends: timeouts, health, upstream caps, in-flight limits,
+"""The HTTP edge and the backends: timeouts, health, upstream caps, admission,
 discovery, the HTTP server's limits."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from proxy.config.section import Section
 
 
-class TimeoutSettings(BaseModel):
-    connect: float = Field(2.0, gt=0, description="Seconds to open a connection to a backend.")
-    first_byte: float = Field(
+class TimeoutSettings(Section):
+    connect_s: float = Field(2.0, gt=0, description="Seconds to open a connection to a backend.")
+    first_byte_s: float = Field(
         120.0,
         gt=0,
         description="Seconds until a streamed request's response headers arrive (a "
-        "non-streamed POST waits up to `total`: vLLM answers it only once the whole "
+        "non-streamed POST waits up to `total_s`: vLLM answers it only once the whole "
         "generation is done, issue 31).",
     )
-    idle: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
-    total: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")
-    drain: float = Field(
+    idle_s: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
+    total_s: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")
+    drain_s: float = Field(
         30.0, ge=0, description="Seconds open requests may take to finish on shutdown (SIGTERM)."
     )
 
 
-class HealthSettings(BaseModel):
-    interval: float = Field(5.0, gt=0, description="Seconds between backend health checks.")
-    timeout: float = Field(2.0, gt=0, description="Seconds a health check may take.")
+class HealthSettings(Section):
+    interval_s: float = Field(5.0, gt=0, description="Seconds between backend health checks.")
+    timeout_s: float = Field(2.0, gt=0, description="Seconds a health check may take.")
     unhealthy_after: int = Field(
         3,
         ge=1,
@@ -36,7 +38,7 @@ class HealthSettings(BaseModel):
     )
 
 
-class UpstreamSettings(BaseModel):
+class UpstreamSettings(Section):
     """Limits on what a backend may send back (proxy/upstream/answer.py, proxy/response/sse.py)."""
 
     max_response_bytes: int = Field(
@@ -58,23 +60,23 @@ class UpstreamSettings(BaseModel):
     )
 
 
-class LimitSettings(BaseModel):
+class AdmissionSettings(Section):
+    """The per-worker cap on requests in flight (proxy/request/admission.py). The
+    per-backend cap is the routing filter `room` (routing.filters, e.g. `room:8`)."""
+
     max_in_flight: int = Field(
         0, ge=0, description="Requests in flight per worker before new ones get 429 (0 = no limit)."
     )
-    max_in_flight_per_backend: int = Field(
-        0,
-        ge=0,
-        description="Requests in flight per backend before it takes no more (0 = no limit).",
+    retry_after_s: int = Field(
+        1, ge=0, description="Retry-After sent with an overload 429 (this cap's and room's)."
     )
-    retry_after_s: int = Field(1, ge=0, description="Retry-After sent with an overload 429.")
 
 
-class DiscoverySettings(BaseModel):
-    interval: float = Field(
+class DiscoverySettings(Section):
+    interval_s: float = Field(
         5.0, gt=0, description="Seconds between DNS look-ups of dns+http:// backends."
     )
-    timeout: float = Field(2.0, gt=0, description="Seconds a DNS look-up may take.")
+    timeout_s: float = Field(2.0, gt=0, description="Seconds a DNS look-up may take.")
     nameserver: str = Field(
         "",
         description="DNS server (host or host:port) for dns+http:// backends; empty = the "
@@ -82,7 +84,7 @@ class DiscoverySettings(BaseModel):
     )
 
 
-class HttpSettings(BaseModel):
+class HttpSettings(Section):
     """Limits on the client side of the HTTP edge (proxy/http/edge.py)."""
 
     max_headers: int = Field(
@@ -93,13 +95,13 @@ class HttpSettings(BaseModel):
         ge=1024,
         description="Most bytes in a request head, request line and headers (431 above).",
     )
-    head_timeout: float = Field(
+    head_timeout_s: float = Field(
         10.0, gt=0, description="Seconds a client may take to send a whole request head (408)."
     )
-    body_timeout: float = Field(
+    body_timeout_s: float = Field(
         30.0, gt=0, description="Seconds a client may take to send a whole request body (408)."
     )
-    keep_alive_timeout: float = Field(
+    keep_alive_timeout_s: float = Field(
         5.0, gt=0, description="Seconds an idle keep-alive connection stays open."
     )
     max_connections: int = Field(
@@ -111,7 +113,7 @@ class HttpSettings(BaseModel):
     )
 
 
-class RequestLimitSettings(BaseModel):
+class RequestLimitSettings(Section):
     """Caps on a request's shape (issue 33): every one bounds work that grows with the
     body (parsing, checks, canonicalization, token estimates, encoding), so that one
     request cannot hold the event loop. Over a cap: a 400 or 413 in the envelope, with

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from proxy.config.section import Section
 
 
-class AccessLogSettings(BaseModel):
+class AccessLogSettings(Section):
     enabled: bool = Field(
         False, description="One JSON line per request on stderr (logger ragtrim.access)."
     )
 
 
-class TelemetrySettings(BaseModel):
+class TelemetrySettings(Section):
     """Sizes of what logs and traces carry (issue 33: a 1 MB model name made a 1 MB log
     line and span attribute; a 60 KB x-request-id was logged, traced and echoed):
     proxy/http/capped.py."""
@@ -33,7 +35,7 @@ class TelemetrySettings(BaseModel):
     )
 
 
-class AccountingSettings(BaseModel):
+class AccountingSettings(Section):
     """Per-tenant usage counters in the shared store (proxy/tenancy/accounting.py)."""
 
     enabled: bool = Field(
@@ -48,12 +50,12 @@ class AccountingSettings(BaseModel):
     )
 
 
-class TenantQuota(BaseModel):
+class TenantQuota(Section):
     requests_per_minute: int | None = Field(None, ge=0, description="Requests per window.")
     tokens_per_minute: int | None = Field(None, ge=0, description="Prompt tokens per window.")
 
 
-class QuotaSettings(BaseModel):
+class QuotaSettings(Section):
     """Per-tenant limits shared by every replica (proxy/tenancy/rate_limits.py): a fixed window
     aligned to the Redis server's clock, one atomic Lua script per request."""
 
@@ -72,12 +74,6 @@ class QuotaSettings(BaseModel):
     )
     window_s: float = Field(
         60.0, gt=0, description="Window length in seconds (60: the limits are per minute)."
-    )
-    redis_timeout_s: float = Field(
-        0.25,
-        gt=0,
-        description="Seconds the limit script may take on Redis (its own connections, apart "
-        "from the cache's); slower counts as Redis down.",
     )
     redis_down: Literal["open", "local"] = Field(
         "open",

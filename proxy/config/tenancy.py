@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from cache.lru import MEMORY_BYTES
-from cache.outage import REDIS_TIMEOUT_S
 from cache.prefixes import HOT_KEEP, PREFIX_TTL_S
+from proxy.config.section import Section
 
 MIN_SALT_SECRET = 16
 
 
-class TenancySettings(BaseModel):
+class TenancySettings(Section):
     api_keys: dict[str, str] = Field(
         default_factory=dict, description="API key → tenant. When set, other keys get 401."
     )
@@ -62,7 +62,7 @@ class TenancySettings(BaseModel):
         return self.backend_header == "on" or (self.backend_header == "auto" and not self.api_keys)
 
 
-class StoreSettings(BaseModel):
+class StoreSettings(Section):
     """Bounded memory in the stores (issue 23: unique 1 MB system prompts grew RSS by
     380 MB and kept it; the Redis prefix hashes and hot set never expired)."""
 
@@ -72,23 +72,17 @@ class StoreSettings(BaseModel):
         description="Bytes the in-process store may hold (keys, values, hashes, sorted sets; "
         "least recently used go first). Also the Redis store's outage fallback.",
     )
-    prefix_ttl: float = Field(
+    prefix_ttl_s: float = Field(
         PREFIX_TTL_S,
         gt=0,
         description="Seconds a prefix's statistics live after its last request.",
-    )
-    redis_timeout_s: float = Field(
-        REDIS_TIMEOUT_S,
-        gt=0,
-        description="Seconds a Redis call of the cache may take; slower counts as Redis down "
-        "(served by the in-process store, cache/outage.py).",
     )
     hot_prefixes: int = Field(
         HOT_KEEP, ge=1, description="Prefixes the hot set keeps (warm-up reads its top N)."
     )
 
 
-class WarmupSettings(BaseModel):
+class WarmupSettings(Section):
     enabled: bool = Field(True, description="Replay hot prefixes to a replica turning healthy.")
     top_n: int = Field(16, ge=0, description="How many hot prefixes to replay.")
     concurrency: int = Field(2, ge=1, description="Replays in flight at once.")

@@ -10,10 +10,10 @@ sent one byte a second, or a body shorter than its Content-Length, open after 60
     limit                          answer (always the OpenAI envelope, then close)
     http.max_headers               431 at the first field beyond it
     http.max_head_bytes            431 as soon as the head (line + fields) passes it
-    http.head_timeout              408 when the head is not whole in time (from the
+    http.head_timeout_s            408 when the head is not whole in time (from the
                                    connection, or from the request's first byte);
                                    a connection that sent nothing is just closed
-    http.body_timeout              408 when the body is not whole in time (from the
+    http.body_timeout_s            408 when the body is not whole in time (from the
                                    end of the head); the app sees a disconnect
     http.max_connections           503 at accept, beyond it per worker
     malformed request              400 (httptools' parse error)
@@ -82,7 +82,7 @@ class EdgeProtocol(HttpToolsProtocol):
         if len(self.connections) > self.max_connections:
             self._refuse(TooManyConnections(f"over {self.max_connections} connections"))
             return
-        self._arm(self.limits.head_timeout)
+        self._arm(self.limits.head_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -106,7 +106,7 @@ class EdgeProtocol(HttpToolsProtocol):
         if not self._in_head:  # a later request on a kept-alive connection
             self._in_head, self._raw = True, 0
             if not self._busy():  # pipelined behind a running one: its clock starts later
-                self._arm(self.limits.head_timeout)
+                self._arm(self.limits.head_timeout_s)
         self._exact = self._fields = 0
 
     def on_url(self, url: bytes) -> None:
@@ -126,7 +126,7 @@ class EdgeProtocol(HttpToolsProtocol):
         self._disarm()
         super().on_headers_complete()
         if not busy:  # a pipelined request waits, unread: its clock starts with it
-            self._arm(self.limits.body_timeout)
+            self._arm(self.limits.body_timeout_s)
 
     def on_response_complete(self) -> None:
         """The clocks of a pipelined request start when the one before it is done (as
@@ -136,9 +136,9 @@ class EdgeProtocol(HttpToolsProtocol):
             return
         cycle = self.cycle
         if self._in_head:
-            self._arm(self.limits.head_timeout)
+            self._arm(self.limits.head_timeout_s)
         elif not self.pipeline and cycle.more_body and not cycle.response_complete:
-            self._arm(self.limits.body_timeout)
+            self._arm(self.limits.body_timeout_s)
 
     def _busy(self) -> bool:
         return self.cycle is not None and not self.cycle.response_complete
@@ -165,7 +165,7 @@ class EdgeProtocol(HttpToolsProtocol):
             self.transport.close()  # nothing sent: nobody to answer
             return
         where = "head" if self._in_head else "body"
-        limit = self.limits.head_timeout if self._in_head else self.limits.body_timeout
+        limit = self.limits.head_timeout_s if self._in_head else self.limits.body_timeout_s
         exc = RequestTimeout(f"request {where} not received within {limit:g} s")
         self._refuse(exc, f"{where}_timeout")
 

@@ -3,11 +3,11 @@
 Two limits, both off by default (vLLM queues requests itself; the limits are for a
 fleet that prefers shedding to queueing, e.g. behind a load balancer that retries
 elsewhere):
-- `max_in_flight`: requests in flight in this worker, counted from the moment the
+- `admission.max_in_flight`: requests in flight in this worker, counted from the moment the
   body is read to the last byte relayed. The key is checked on the head and the body
   read before a slot is taken (proxy/request/forward.py), so an unauthenticated client, or one
-  that stalls its body until http.body_timeout cuts it, never holds one (issue 23);
-- `max_in_flight_per_backend` is a routing filter, `room` (proxy/routing/filters.py):
+  that stalls its body until http.body_timeout_s cuts it, never holds one (issue 23);
+- the per-backend cap is a routing filter, `room:N` (proxy/routing/filters.py):
   a backend at its limit is not a candidate; when every candidate is full the request
   gets the same 429 with Retry-After.
 """
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from proxy.errors import Overloaded
 from proxy.metrics import Metrics
-from proxy.settings import LimitSettings
+from proxy.settings import AdmissionSettings
 
 
 class Admission:
-    def __init__(self, limits: LimitSettings, metrics: Metrics):
+    def __init__(self, limits: AdmissionSettings, metrics: Metrics):
         self.limits = limits
         self.metrics = metrics
         self.in_flight = 0

@@ -22,7 +22,7 @@ whole batch), so a handful of concurrent requests cost each about what one alone
 requests that share the cached prefix need only their suffix prefilled. A spilled
 request instead prefills its whole prefix on a replica that does not hold it and evicts
 another prefix's blocks there, so the next request of that prefix misses too. Below the
-floor (RoutingSettings.bounded_min_in_flight, default 8, far below the hundreds of
+floor (routing.picker.min_in_flight, default 8, far below the hundreds of
 sequences vLLM batches by default, max_num_seqs) ragtrim keeps the prefix where it is
 cached; above it the bound balances as in the paper. The floor trades balance for
 hits: up to 8 requests may queue on one replica while another idles, which on a
@@ -39,7 +39,6 @@ import math
 from collections.abc import Callable, Sequence
 
 from proxy.backends.endpoint import Endpoint
-from proxy.context import RequestContext
 from proxy.routing.router import Cycle
 
 
@@ -63,14 +62,8 @@ class BoundedLoad:
         self.min_in_flight = min_in_flight
         self.on_spill = on_spill
 
-    def order(
-        self,
-        ctx: RequestContext,
-        totals: dict[Endpoint, float],
-        endpoints: Sequence[Endpoint],
-        cycle: Cycle | None = None,
-    ) -> list[Endpoint]:
-        ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
+    def order(self, cycle: Cycle) -> list[Endpoint]:
+        ranked = cycle.by_total()
         if not ranked:
             return ranked
         bound = load_bound([ep.in_flight for ep in ranked], self.epsilon, self.min_in_flight)

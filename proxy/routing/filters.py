@@ -72,21 +72,22 @@ def _one_model_set(ctx: RequestContext, endpoints: Sequence[Endpoint]) -> None:
 
 
 class HasRoom:
-    """Endpoints below the per-backend cap (limits.max_in_flight_per_backend); when
+    """Endpoints below the per-backend cap (the filter `room:N` in routing.filters); when
     every candidate is at it, a 429 with Retry-After: shedding, for a fleet behind a
     load balancer that retries elsewhere, instead of queueing in vLLM.
 
     A filter, not a check after ranking (issue 21), so the scorers and the picker rank
-    only backends that can take the request, and warm-up sees the same cap. Composed
-    last whenever the cap is set (proxy/routing/registry.py): an unknown model stays a
-    404 and a dead fleet a 503. `on_full` counts each refusal (ragtrim_overloaded)."""
+    only backends that can take the request, and warm-up sees the same cap. Put it
+    last in routing.filters, as the default examples do: after `healthy` and
+    `serves_model` an unknown model stays a 404 and a dead fleet a 503. `on_full`
+    counts each refusal (ragtrim_overloaded)."""
 
     name = "room"
 
-    def __init__(self, cap: int, retry_after_s: int,
+    def __init__(self, cap: int, retry_after_s: int | None,
                  on_full: Callable[[], None] | None = None):  # fmt: skip
         if cap < 1:
-            raise ValueError("routing: filter 'room' needs limits.max_in_flight_per_backend")
+            raise ValueError("routing: filter room needs its cap, e.g. room:8")
         self.cap = cap
         self.retry_after_s = retry_after_s
         self.on_full = on_full

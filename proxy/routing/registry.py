@@ -1,14 +1,14 @@
 """Routing parts by name, and `build_router`: the router composed from settings.
 
 As the Gateway API Inference Extension's endpoint picker, the chain is configuration,
-not code: `routing.filters` (names), `routing.scorers` ([{name, weight}], each score
-0..1) and `routing.picker`. A new part is one entry here. Names are checked when the
-router is built, at start-up, so a typo fails there with the known names listed,
-never on the first request.
+not code: `routing.filters` ([{name, max_in_flight}]), `routing.scorers` ([{name,
+weight}], each score 0..1) and `routing.picker` ({name, its parameters}), each part's
+parameters beside its name (proxy/config/routing.py). A new part is one entry here.
+Names are checked when the router is built, at start-up, so a typo fails there with
+the known names listed, never on the first request.
 
-The per-backend cap (`limits.max_in_flight_per_backend`) is the filter `room`,
-composed last whenever the cap is set, named in `routing.filters` or not: a cap in
-settings always applies.
+The per-backend cap is the filter `room:N`, where the operator puts it in
+`routing.filters` (issue 32: it no longer appends itself to the list).
 
 Factories take `Parts` (the settings and what the parts report to); each call builds
 a new instance: a part may hold state (round-robin's counter), one router owns it.
@@ -31,7 +31,7 @@ from proxy.routing.kv.service import KvRouting
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Filter, HighestScore, Picker, Router, Scorer, Weighted
 from proxy.routing.scorers import RoundRobin
-from proxy.settings import LimitSettings, RoutingSettings
+from proxy.settings import FilterSpec, RoutingSettings
 
 
 @dataclass(frozen=True)
@@ -40,17 +40,16 @@ class Parts:
     metrics: Metrics
     panic: bool  # health.panic: the healthy filter's fallback
     kv: KvRouting | None = None  # routing.kv_events.enabled: the index and token ids
-    limits: LimitSettings | None = None  # the per-backend cap (filter `room`)
+    retry_after_s: int | None = None  # admission.retry_after_s: room's 429 says it too
 
 
-def _healthy(p: Parts) -> Filter:
+def _healthy(p: Parts, spec: FilterSpec) -> Filter:
     return Healthy(p.panic, on_panic=p.metrics.panic_routes.inc)
 
 
-def _room(p: Parts) -> Filter:
-    limits = p.limits or LimitSettings()
+def _room(p: Parts, spec: FilterSpec) -> Filter:
     overloaded = p.metrics.overloaded
-    return HasRoom(limits.max_in_flight_per_backend, limits.retry_after_s,
+    return HasRoom(spec.max_in_flight, p.retry_after_s,
                    on_full=lambda: overloaded.labels("backend").inc())  # fmt: skip
 
 
@@ -60,15 +59,18 @@ def _count_spill(p: Parts) -> Callable[[Endpoint], None]:
 
 
 def _plain_bounded(p: Parts, on_spill: Callable[[Endpoint], None] | None = None) -> BoundedLoad:
-    return BoundedLoad(epsilon=p.settings.epsilon, min_in_flight=p.settings.bounded_min_in_flight,
-                       on_spill=on_spill)  # fmt: skip
+    return BoundedLoad(
+        epsilon=p.settings.picker.epsilon,
+        min_in_flight=p.settings.picker.min_in_flight,
+        on_spill=on_spill,
+    )
 
 
 def _bounded(p: Parts) -> Picker:
     if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
-        return KvBoundedLoad(epsilon=p.settings.epsilon,
-                             held=p.settings.bounded_min_in_flight,
-                             free=p.settings.kv_events.spill_floor,
+        return KvBoundedLoad(epsilon=p.settings.picker.epsilon,
+                             held=p.settings.picker.min_in_flight,
+                             free=p.settings.picker.spill_floor,
                              on_spill=_count_spill(p))  # fmt: skip
     return _plain_bounded(p, _count_spill(p))
 
@@ -76,7 +78,7 @@ def _bounded(p: Parts) -> Picker:
 def _cost(p: Parts) -> Picker:
     if p.kv is None:
         raise ValueError("routing: picker 'cost' needs routing.kv_events.enabled")
-    return KvCostPicker(queue_tokens=p.settings.kv_events.queue_tokens,
+    return KvCostPicker(queue_tokens=p.settings.picker.queue_tokens,
                         fallback=_plain_bounded(p), on_spill=_count_spill(p))  # fmt: skip
 
 
@@ -88,9 +90,9 @@ def _kv_cache(p: Parts) -> Scorer:
                          thread_bytes=p.settings.kv_events.tokenize_thread_bytes)  # fmt: skip
 
 
-FILTERS: Mapping[str, Callable[[Parts], Filter]] = {
+FILTERS: Mapping[str, Callable[[Parts, FilterSpec], Filter]] = {
     "healthy": _healthy,
-    "serves_model": lambda p: ServesModel(),
+    "serves_model": lambda p, spec: ServesModel(),
     "room": _room,
 }
 SCORERS: Mapping[str, Callable[[Parts], Scorer]] = {
@@ -112,24 +114,15 @@ def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
     return table[name]
 
 
-def filter_names(settings: RoutingSettings, limits: LimitSettings | None) -> list[str]:
-    """`routing.filters`, and `room` last when a per-backend cap is set."""
-    names = list(settings.filters)
-    if limits is not None and limits.max_in_flight_per_backend and "room" not in names:
-        names.append("room")
-    return names
-
-
 def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool,
                  kv: KvRouting | None = None,
-                 limits: LimitSettings | None = None) -> Router:  # fmt: skip
+                 retry_after_s: int | None = None) -> Router:  # fmt: skip
     """The router of `settings`; ValueError naming the known parts for an unknown name."""
-    parts = Parts(settings, metrics, panic, kv, limits)
-    names = filter_names(settings, limits)
-    filters = [_lookup("filter", FILTERS, name)(parts) for name in names]
+    parts = Parts(settings, metrics, panic, kv, retry_after_s)
+    filters = [_lookup("filter", FILTERS, spec.name)(parts, spec) for spec in settings.filters]
     scorers = [
         Weighted(_lookup("scorer", SCORERS, item.name)(parts), item.weight)
         for item in settings.scorers
     ]
-    picker = _lookup("picker", PICKERS, settings.picker or "highest")(parts)
+    picker = _lookup("picker", PICKERS, settings.picker.name)(parts)
     return Router(scorers, picker, filters)

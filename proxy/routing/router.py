@@ -5,6 +5,10 @@ the picker orders the result. The ranking is also the failover order.
     scorers  -> {Endpoint: 0..1} × weight (round-robin, prefix affinity, load, ...)
     picker   -> ordered [Endpoint]        (highest total first; ties by URL)
 
+One `Cycle` per ranking carries the request, the candidates, their totals and what a
+scorer learns for the picker (the endpoint picker's CycleState): the picker takes it
+whole, `order(cycle)`.
+
 The shape is the Gateway API Inference Extension's endpoint picker (filters, scorers
 weighted in configuration, a picker); which ones run is composed from settings in
 proxy/routing/registry.py. A part reads only `ctx.prefix_key` and `ctx.model`.
@@ -13,7 +17,7 @@ proxy/routing/registry.py. A part reads only `ctx.prefix_key` and `ctx.model`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from proxy.backends.endpoint import Endpoint
@@ -24,10 +28,18 @@ from proxy.context import RequestContext
 class Cycle:
     """One ranking's state, made by `Router.rank` and handed to every scorer and the
     picker (as the endpoint picker's CycleState, issue 32): what a scorer learns for the
-    picker travels here, never in a plugin's own slot. `held`: the kv_cache scorer's
-    shares of the request (proxy/routing/kv/picker.py `Held`), for the kv pickers."""
+    picker travels here, never in a plugin's own slot. `candidates`: what the filters
+    left; `totals`: their weighted scores; `held`: the kv_cache scorer's shares of the
+    request (proxy/routing/kv/picker.py `Held`), for the kv pickers."""
 
+    ctx: RequestContext
+    candidates: list[Endpoint] = field(default_factory=list)
+    totals: dict[Endpoint, float] = field(default_factory=dict)
     held: Any = None
+
+    def by_total(self) -> list[Endpoint]:
+        """Highest total first; ties broken by URL so every replica agrees."""
+        return sorted(self.candidates, key=lambda ep: (-self.totals.get(ep, 0.0), ep.url))
 
 
 class Filter(Protocol):
@@ -47,13 +59,9 @@ class Scorer(Protocol):
 
 
 class Picker(Protocol):
-    def order(
-        self,
-        ctx: RequestContext,
-        totals: dict[Endpoint, float],
-        endpoints: Sequence[Endpoint],
-        cycle: Cycle | None = None,
-    ) -> list[Endpoint]: ...
+    def order(self, cycle: Cycle) -> list[Endpoint]:
+        """Every candidate, best first: the ranking is also the failover order."""
+        ...
 
 
 @dataclass
@@ -65,14 +73,8 @@ class Weighted:
 class HighestScore:
     """Highest weighted total first; ties broken by URL so every replica agrees."""
 
-    def order(
-        self,
-        ctx: RequestContext,
-        totals: dict[Endpoint, float],
-        endpoints: Sequence[Endpoint],
-        cycle: Cycle | None = None,
-    ) -> list[Endpoint]:
-        return sorted(endpoints, key=lambda ep: (-totals[ep], ep.url))
+    def order(self, cycle: Cycle) -> list[Endpoint]:
+        return cycle.by_total()
 
 
 class Router:
@@ -88,11 +90,11 @@ class Router:
         candidates = list(endpoints)
         for item in self.filters:
             candidates = item.filter(ctx, candidates)
-        totals, cycle = dict.fromkeys(candidates, 0.0), Cycle()
+        cycle = Cycle(ctx, candidates, dict.fromkeys(candidates, 0.0))
         for weighted in self.scorers:
             for ep, value in weighted.scorer.score(ctx, candidates, cycle).items():
-                totals[ep] += weighted.weight * min(1.0, max(0.0, value))
-        return self.picker.order(ctx, totals, candidates, cycle)
+                cycle.totals[ep] += weighted.weight * min(1.0, max(0.0, value))
+        return self.picker.order(cycle)
 
     async def prepare(self, ctx: RequestContext) -> None:
         """What a scorer must compute before ranking and may not on the event loop

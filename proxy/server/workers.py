@@ -4,7 +4,7 @@ one accepting socket, which balances unevenly under keep-alive: the first worker
 wake takes most connections).
 
 What is shared and what is not, with N > 1:
-- shared through Redis (`redis_url`): the chunk memo and the prefix registry (hot
+- shared through Redis (`redis.url`): the chunk memo and the prefix registry (hot
   prefixes, replay bodies); without Redis each worker keeps its own, which is
   correct but memoizes N times — a warning says so at start;
 - the same in every worker by construction: routing. Prefix affinity is a rendezvous
@@ -62,8 +62,8 @@ def uvicorn_options(settings: Settings, app: Any = None) -> dict[str, Any]:
         "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
         "server_header": False, "date_header": True, "loop": "uvloop",
         "http": edge_protocol(settings.http, refused), "ws": "none",  # no WebSocket routes
-        "timeout_keep_alive": settings.http.keep_alive_timeout,
-        "timeout_graceful_shutdown": settings.timeouts.drain,
+        "timeout_keep_alive": settings.http.keep_alive_timeout_s,
+        "timeout_graceful_shutdown": settings.timeouts.drain_s,
     }  # fmt: skip
 
 
@@ -110,8 +110,8 @@ class Supervisor:
                 proc.terminate()
 
     def run(self) -> int:
-        if not self.settings.redis_url:
-            log.warning("%d workers without redis_url: memo and prefix registry are per worker",
+        if not self.settings.redis.url:
+            log.warning("%d workers without redis.url: memo and prefix registry are per worker",
                         self.settings.workers)  # fmt: skip
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
@@ -123,7 +123,7 @@ class Supervisor:
                     log.warning("worker %s exited (%s); restarting", proc.pid, proc.exitcode)
                     time.sleep(RESTART_BACKOFF_S)
                     self.procs[i] = self._start()
-        deadline = time.monotonic() + self.settings.timeouts.drain + 5
+        deadline = time.monotonic() + self.settings.timeouts.drain_s + 5
         for proc in self.procs:
             proc.join(max(0.0, deadline - time.monotonic()))
             if proc.is_alive():

@@ -67,7 +67,7 @@ class Exchange:
         whole_answer: bool = False,
     ):  # fmt: skip
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
-        self.head_timeout = timeouts.total if whole_answer else timeouts.first_byte
+        self.head_timeout = timeouts.total_s if whole_answer else timeouts.first_byte_s
         self.method, self.path, self.body, self.headers = method, path, body, headers
         self.endpoint: Backend | None = None
         self.response: UpstreamResponse | None = None
@@ -141,8 +141,8 @@ class Exchange:
     async def chunks(self) -> AsyncIterator[bytes]:
         """Body chunks as they arrive, under the idle and total deadlines."""
         assert self.response is not None and self.endpoint is not None
-        url, idle = self.endpoint.url, self.timeouts.idle
-        deadline = self.sent_at + self.timeouts.total
+        url, idle = self.endpoint.url, self.timeouts.idle_s
+        deadline = self.sent_at + self.timeouts.total_s
         iterator = self.response.chunks().__aiter__()
         while True:
             remaining = deadline - time.perf_counter()

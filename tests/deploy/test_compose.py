@@ -30,7 +30,7 @@ def test_compose_services_and_ragtrim_settings(monkeypatch):
         monkeypatch.setenv(key, value)
     settings = load_settings()
     assert settings.backends == ["http://vllm:8000"]
-    assert settings.redis_url.startswith("redis://redis:")
+    assert settings.redis.url.startswith("redis://redis:")
     vllm_args = " ".join(services["vllm"]["command"])
     assert "--enable-prefix-caching" in vllm_args and "--enable-prompt-tokens-details" in vllm_args
     assert set(services["ragtrim"]["depends_on"]) == {"vllm", "redis"}

@@ -107,7 +107,7 @@ def test_every_metric_the_dashboard_queries_is_on_a_live_ragtrim():
     stub = StubVllm(prefill=PrefillSim(per_token_ms=0.05))
     settings = Settings(
         backends=[], compression={"compressor": "identity", "policy": "always",
-                                  "min_context_tokens": 0}, health={"interval": 0.5},
+                                  "min_context_tokens": 0}, health={"interval_s": 0.5},
     )  # fmt: skip
     with serving(stub) as backend:
         # through discovery (the system resolver on localhost), so its series exist too

@@ -95,7 +95,7 @@ def test_runtime_stage_installs_and_serves(tmp_path):
     port = free_port()
     with serving(StubVllm()) as stub:
         serve_env = {**env, "RAGTRIM_HOST": "127.0.0.1", "RAGTRIM_PORT": str(port),
-                     "RAGTRIM_BACKENDS": stub.url, "RAGTRIM_HEALTH__INTERVAL": "0.5",
+                     "RAGTRIM_BACKENDS": stub.url, "RAGTRIM_HEALTH__INTERVAL_S": "0.5",
                      # the proxy-only build has no compressor models (Dockerfile header)
                      "RAGTRIM_COMPRESSION__COMPRESSOR": "identity"}  # fmt: skip
         proc = subprocess.Popen(entry, env=serve_env, cwd=tmp_path)

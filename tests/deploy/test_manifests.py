@@ -147,10 +147,10 @@ def ragtrim_settings(overlay: str, tmp_path: Path, monkeypatch):
 
 
 def assert_drain_fits(dep: dict, c: dict, settings) -> None:
-    """preStop sleep, then up to timeouts.drain for open streams: inside the grace period."""
+    """preStop sleep, then up to timeouts.drain_s for open streams: inside the grace period."""
     grace = pod_spec(dep)["terminationGracePeriodSeconds"]
-    assert prestop_seconds(c) + settings.timeouts.drain < grace
-    assert settings.timeouts.drain >= 120  # a long answer streams for minutes
+    assert prestop_seconds(c) + settings.timeouts.drain_s < grace
+    assert settings.timeouts.drain_s >= 120  # a long answer streams for minutes
 
 
 def test_sidecar_wiring_lines_up(tmp_path, monkeypatch):
@@ -166,7 +166,7 @@ def test_sidecar_wiring_lines_up(tmp_path, monkeypatch):
     drain = vllm["lifecycle"]["preStop"]["exec"]["command"]
     assert drain[drain.index("--wait-closed") + 1] == f"127.0.0.1:{settings.port}"
     assert prestop_seconds(vllm) > c["lifecycle"]["preStop"]["sleep"]["seconds"]
-    assert float(drain[drain.index("--settle") + 1]) > settings.compression.timeout
+    assert float(drain[drain.index("--settle") + 1]) > settings.compression.timeout_s
 
 
 def test_gateway_wiring_lines_up(tmp_path, monkeypatch):
@@ -180,7 +180,7 @@ def test_gateway_wiring_lines_up(tmp_path, monkeypatch):
     assert [p["port"] for p in headless["spec"]["ports"]] == [int(port)]
     (vllm,) = find(docs, "Deployment", "vllm")
     assert matches(headless["spec"]["selector"], vllm["spec"]["template"]["metadata"]["labels"])
-    redis_host = settings.redis_url.split("//")[1].split(":")[0]
+    redis_host = settings.redis.url.split("//")[1].split(":")[0]
     assert find(docs, "Service", redis_host)
 
 

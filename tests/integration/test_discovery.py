@@ -220,9 +220,9 @@ def test_replicas_join_and_leave_through_real_dns(zone, replicas, ragtrim):
     a, b, c = (url_of(h, port) for h in REPLICAS)
     zone.set(REPLICAS[:2])
     proxy = ragtrim([f"dns+http://{NAME}:{port}"], compression={"enabled": False},
-                    discovery={"interval": INTERVAL, "timeout": 0.5,
+                    discovery={"interval_s": INTERVAL, "timeout_s": 0.5,
                                "nameserver": f"127.0.0.1:{zone.port}"},
-                    health={"interval": INTERVAL}, warmup={"top_n": 64})  # fmt: skip
+                    health={"interval_s": INTERVAL}, warmup={"top_n": 64})  # fmt: skip
     client = httpx.Client(base_url=proxy.url, timeout=30)
     wait_healthy(client, 2)
     assert {ask(client, p) for p in PROMPTS} == {a, b}  # hot prefixes on both

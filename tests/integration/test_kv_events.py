@@ -70,7 +70,7 @@ class Replica:
 
     def settings(self) -> KvEventsSettings:
         return KvEventsSettings(enabled=True, port=self.pub, replay_port=self.replay, topic="kv",
-                                interval=0.2)  # fmt: skip
+                                interval_s=0.2)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

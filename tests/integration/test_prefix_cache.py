@@ -78,7 +78,7 @@ def test_warm_up_after_replica_restart(ragtrim):
     server = start_vllm(TINY, "tiny-llama", port)
     try:
         store = MemoryStore()
-        proxy = ragtrim([server.base_url], store=store, health={"interval": 0.5})
+        proxy = ragtrim([server.base_url], store=store, health={"interval_s": 0.5})
         system = long_system_prompt()
         ask(proxy.url, server.model, system)
         hot = PrefixRegistry(store)  # its update runs after the response: poll for it

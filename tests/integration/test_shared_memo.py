@@ -42,7 +42,7 @@ def test_memo_hits_across_two_instances(ragtrim):
         "half hour. The opera house stands nearby. Many visitors arrive by train.",
     ]
     settings = {  # the memo, not issue 29's stable forms (which would answer the repeat)
-        "redis_url": "redis://127.0.0.1:6379/0",
+        "redis": {"url": "redis://127.0.0.1:6379/0"},
         "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5,
                         "stable": {"enabled": False}},
     }  # fmt: skip
@@ -71,7 +71,7 @@ def test_a_stable_form_is_shared_across_two_instances(ragtrim):
             f"Note {tag}. The harbour hosts ferries to the northern beaches. Ferries run "
             "every half hour. The opera house stands nearby."]  # fmt: skip
     settings = {
-        "redis_url": "redis://127.0.0.1:6379/0",
+        "redis": {"url": "redis://127.0.0.1:6379/0"},
         "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5},
     }
     with serving(StubVllm()) as stub:

@@ -13,7 +13,7 @@ for on a replica is its queue plus the prefill of what that replica does not hol
   block size, the kv_cache scorer's, in the ranking's `Cycle`). Blocks every replica holds (a
   shared system prompt) are in every candidate's held part, so they do not decide;
   a conversation's own history does: it is held where its earlier turns ran.
-- `queue_tokens` (kv_events.queue_tokens): one request already in flight on ep, in
+- `queue_tokens` (routing.picker.queue_tokens): one request already in flight on ep, in
   the prefill tokens it delays this one by (its own uncached prefill and decode steps
   on the same engine). `in_flight` is this ragtrim's, a local signal that needs no
   coordination, as the `load` scorer's. So a replica far more loaded loses even with
@@ -34,10 +34,9 @@ nothing. A first choice by score that the costs move back counts as a spill
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from proxy.backends.endpoint import Endpoint
-from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.kv.picker import Held
 from proxy.routing.router import Cycle
@@ -55,24 +54,18 @@ class KvCostPicker:
 
     def __init__(self, *, queue_tokens: int, fallback: BoundedLoad,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
-        """`queue_tokens` comes from KvEventsSettings.queue_tokens; `fallback` is the
+        """`queue_tokens` comes from PickerSettings.queue_tokens; `fallback` is the
         bounded-load picker of RoutingSettings (rendezvous' floor)."""
         if queue_tokens < 0:
             raise ValueError("queue_tokens must be >= 0")
         self.queue_tokens = queue_tokens
         self.fallback, self.on_spill = fallback, on_spill
 
-    def order(
-        self,
-        ctx: RequestContext,
-        totals: dict[Endpoint, float],
-        endpoints: Sequence[Endpoint],
-        cycle: Cycle | None = None,
-    ) -> list[Endpoint]:
-        held = cycle.held if cycle is not None else None
+    def order(self, cycle: Cycle) -> list[Endpoint]:
+        held = cycle.held
         if held is None or not held.total:
-            return self.fallback.order(ctx, totals, endpoints, cycle)
-        by_score = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
+            return self.fallback.order(cycle)
+        by_score = cycle.by_total()
         costs = {ep: expected_cost(ep, held, self.queue_tokens) for ep in by_score}
         ranked = sorted(by_score, key=costs.__getitem__)  # stable: the scorers' order on ties
         if ranked and ranked[0] is not by_score[0] and self.on_spill is not None:

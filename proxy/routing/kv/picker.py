@@ -8,9 +8,9 @@ candidate holds (the `stake`, 0..1, from the kv_cache scorer). So
 
     floor = free + (held - free) × stake
 
-`held` is routing.bounded_min_in_flight (8, rendezvous' floor): a request whose blocks
+`held` is routing.picker.min_in_flight (8, rendezvous' floor): a request whose blocks
 sit only on its replica (a conversation's next turn, an application's prefix under
-cache pressure) stays as under rendezvous. `free` is kv_events.spill_floor (3): a
+cache pressure) stays as under rendezvous. `free` is picker.spill_floor (3): a
 request held as well elsewhere (a new conversation on a system prompt every replica
 holds) loses nothing by spilling, so it spreads early. Issue 20's first benchmark
 had the fixed floor 3 for every request: under cache pressure kv spilled held
@@ -34,7 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from proxy.backends.endpoint import Endpoint
-from proxy.context import RequestContext
 from proxy.routing.bounded import BoundedLoad
 from proxy.routing.router import Cycle
 
@@ -68,7 +67,7 @@ class KvBoundedLoad:
 
     def __init__(self, *, epsilon: float, held: int, free: int,
                  on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
-        """`epsilon`, `held` (bounded_min_in_flight) and `free` (kv_events.spill_floor)
+        """`epsilon`, `held` (picker.min_in_flight) and `free` (picker.spill_floor)
         come from RoutingSettings, their one home."""
         if free < 0 or held < 0:
             raise ValueError("floors must be >= 0")
@@ -86,15 +85,7 @@ class KvBoundedLoad:
             return self.free  # the spill would evict nothing there
         return self.floor(stake(held.shares if held else None, ranked))
 
-    def order(
-        self,
-        ctx: RequestContext,
-        totals: dict[Endpoint, float],
-        endpoints: Sequence[Endpoint],
-        cycle: Cycle | None = None,
-    ) -> list[Endpoint]:
-        held = cycle.held if cycle is not None else None
-        ranked = sorted(endpoints, key=lambda ep: (-totals.get(ep, 0.0), ep.url))
-        picker = BoundedLoad(epsilon=self.epsilon, min_in_flight=self.floor_for(held, ranked),
-                             on_spill=self.on_spill)  # fmt: skip
-        return picker.order(ctx, totals, ranked, cycle)
+    def order(self, cycle: Cycle) -> list[Endpoint]:
+        floor = self.floor_for(cycle.held, cycle.by_total())
+        picker = BoundedLoad(epsilon=self.epsilon, min_in_flight=floor, on_spill=self.on_spill)
+        return picker.order(cycle)

@@ -56,7 +56,7 @@ class KvSubscriptions:
 
     async def _follow_pool(self) -> None:
         while True:
-            await asyncio.sleep(self.settings.interval)
+            await asyncio.sleep(self.settings.interval_s)
             self.reconcile()
 
     def reconcile(self) -> None:
@@ -77,7 +77,7 @@ class KvSubscriptions:
         assert self._zctx is not None
         pub, replay = event_endpoints(url, self.settings)
         sub = KvSubscriber(url, pub, replay, self.settings.topic, self.index, self._zctx,
-                           self.hooks, self.settings.replay_timeout)  # fmt: skip
+                           self.hooks, self.settings.replay_timeout_s)  # fmt: skip
         thread = threading.Thread(target=self._run, args=(sub,), name=f"kv-events {url}",
                                   daemon=True)  # fmt: skip
         thread.start()
@@ -103,7 +103,7 @@ class KvSubscriptions:
         self.subscribers.clear()
         for sub, _ in entries:
             sub.stopping.set()
-        limit = self.settings.replay_timeout + POLL_MS / 1000 + 1.0
+        limit = self.settings.replay_timeout_s + POLL_MS / 1000 + 1.0
         for _, thread in entries:
             await asyncio.to_thread(thread.join, limit)
         if self._zctx is not None:

@@ -26,7 +26,8 @@ def test_a_list_flag_takes_json_and_comma_separated_where_the_field_splits():
     s = settings_from("--compression-patterns", '["a", "b,c"]', "--backends",
                       "http://a:1,http://b:2", "--routing-filters", "healthy")  # fmt: skip
     assert s.compression.patterns == ["a", "b,c"]
-    assert s.backends == ["http://a:1", "http://b:2"] and s.routing.filters == ["healthy"]
+    assert s.backends == ["http://a:1", "http://b:2"]
+    assert [f.name for f in s.routing.filters] == ["healthy"]
 
 
 def test_help_names_what_a_list_flag_takes():
@@ -57,4 +58,5 @@ def test_the_settings_reference_is_current():
 
     committed = (Path(__file__).resolve().parents[3] / "docs" / "settings.md").read_text()
     assert committed == settings_reference()
-    assert "`compression.stable.enabled`" in committed and "RAGTRIM_TIMEOUTS__CONNECT" in committed
+    assert "`compression.stable.enabled`" in committed
+    assert "RAGTRIM_TIMEOUTS__CONNECT_S" in committed

@@ -48,13 +48,13 @@ def test_unreachable_backend_is_502(make_proxy):
     from tests.support.servers import serving
 
     with serving(StubVllm()) as doomed:
-        proxy = make_proxy([doomed.url], health={"interval": 60})
+        proxy = make_proxy([doomed.url], health={"interval_s": 60})
     error = _error(httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT), 502)
     assert error["code"] == "upstream_unavailable"
 
 
 def test_first_byte_timeout_is_504(stub, make_proxy):
-    proxy = make_proxy([stub.url], timeouts={"first_byte": 0.2})
+    proxy = make_proxy([stub.url], timeouts={"first_byte_s": 0.2})
     body = {**CHAT, "stream": True, "stub": {"delay": 1}}
     resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body)
     assert _error(resp, 504)["code"] == "upstream_timeout"
@@ -62,7 +62,7 @@ def test_first_byte_timeout_is_504(stub, make_proxy):
 
 def test_a_non_streamed_generation_outlives_first_byte_until_total(stub, make_proxy):
     """Issue 31: vLLM answers a non-streamed request only once the generation is done."""
-    proxy = make_proxy([stub.url], timeouts={"first_byte": 0.2, "total": 0.8})
+    proxy = make_proxy([stub.url], timeouts={"first_byte_s": 0.2, "total_s": 0.8})
     slow = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stub": {"delay": 0.4}})
     assert slow.status_code == 200
     hung = httpx.post(f"{proxy.url}/v1/chat/completions", json={**CHAT, "stub": {"delay": 2}})
@@ -70,7 +70,7 @@ def test_a_non_streamed_generation_outlives_first_byte_until_total(stub, make_pr
 
 
 def test_idle_timeout_mid_stream_is_an_sse_error(stub, make_proxy):
-    proxy = make_proxy([stub.url], timeouts={"idle": 0.2})
+    proxy = make_proxy([stub.url], timeouts={"idle_s": 0.2})
     body = {**CHAT, "stream": True, "stub": {"chunks": 3, "chunk_delay": 0.5}}
     text = httpx.post(f"{proxy.url}/v1/chat/completions", json=body).text
     assert '"code": "upstream_timeout"' in text

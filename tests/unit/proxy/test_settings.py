@@ -6,16 +6,16 @@ from proxy.settings import load_settings
 
 def test_precedence_defaults_yaml_env_cli(tmp_path, monkeypatch):
     config = tmp_path / "ragtrim.yaml"
-    config.write_text("port: 7000\nhost: 0.0.0.0\ntimeouts: {connect: 5, idle: 9}\n")
+    config.write_text("port: 7000\nhost: 0.0.0.0\ntimeouts: {connect_s: 5, idle_s: 9}\n")
     monkeypatch.setenv("RAGTRIM_PORT", "7001")
-    monkeypatch.setenv("RAGTRIM_TIMEOUTS__IDLE", "8")
-    args = build_parser().parse_args(["serve", "--timeouts-idle", "7"])
+    monkeypatch.setenv("RAGTRIM_TIMEOUTS__IDLE_S", "8")
+    args = build_parser().parse_args(["serve", "--timeouts-idle-s", "7"])
     settings = load_settings(config, overrides_from(args))
     assert settings.host == "0.0.0.0"  # yaml
     assert settings.port == 7001  # env over yaml
-    assert settings.timeouts.connect == 5  # yaml, nested
-    assert settings.timeouts.idle == 7  # cli over env
-    assert settings.timeouts.total == 900  # default
+    assert settings.timeouts.connect_s == 5  # yaml, nested
+    assert settings.timeouts.idle_s == 7  # cli over env
+    assert settings.timeouts.total_s == 900  # default
 
 
 def test_backends_comma_separated(monkeypatch):
@@ -33,5 +33,5 @@ def test_help_lists_every_option(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--help"])
     out = capsys.readouterr().out
-    for flag in ("--backends", "--timeouts-first-byte", "--redis-url", "--max-body-bytes"):
+    for flag in ("--backends", "--timeouts-first-byte-s", "--redis-url", "--max-body-bytes"):
         assert flag in out

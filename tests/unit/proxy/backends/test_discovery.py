@@ -97,10 +97,10 @@ def test_urls_bracket_ipv6_and_nameserver_forms():
 
 def test_settings_keep_dns_backends_and_read_discovery_env(monkeypatch):
     monkeypatch.setenv("RAGTRIM_DISCOVERY__NAMESERVER", "127.0.0.1:5353")
-    monkeypatch.setenv("RAGTRIM_DISCOVERY__INTERVAL", "1.5")
+    monkeypatch.setenv("RAGTRIM_DISCOVERY__INTERVAL_S", "1.5")
     s = Settings(backends="dns+http://vllm-headless.ns.svc:8000,http://x:1")
     assert s.backends == ["dns+http://vllm-headless.ns.svc:8000", "http://x:1"]
-    assert s.discovery.nameserver == "127.0.0.1:5353" and s.discovery.interval == 1.5
+    assert s.discovery.nameserver == "127.0.0.1:5353" and s.discovery.interval_s == 1.5
 
 
 async def test_join_then_leave_drops_the_replica_for_new_picks_only():
@@ -142,7 +142,7 @@ async def test_a_slow_resolver_counts_as_an_outage():
         async def resolve(self, host, port):
             await asyncio.sleep(10)
 
-    disc, pool, _, metrics, _ = make(["10.0.0.1"], timeout=0.05)
+    disc, pool, _, metrics, _ = make(["10.0.0.1"], timeout_s=0.05)
     await disc.refresh()
     disc.resolver = Hanging()
     await disc.refresh()

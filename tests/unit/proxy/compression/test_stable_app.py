@@ -109,7 +109,7 @@ def test_stable_forms_off_compresses_each_question_on_its_own(sim, make_proxy):
 def test_redis_down_still_answers_every_turn(sim, make_proxy):
     """No Redis at all: the store's in-process fallback keeps the forms (never a 5xx)."""
     proxy = make_proxy([sim.url], compressor=QuestionWords(), compression=ALWAYS,
-                       redis_url=f"redis://127.0.0.1:{free_port()}")  # fmt: skip
+                       redis={"url": f"redis://127.0.0.1:{free_port()}"})  # fmt: skip
     _, first = ask(proxy, "Which city lies on the Seine?")
     reason, again = ask(proxy, "What does the city on the Seine have?")
     assert reason.startswith("compress:stable") and again == first

@@ -109,7 +109,7 @@ def decisions(url: str, n: int) -> list[str]:
 
 
 AUTO = {"policy": "auto", "min_context_tokens": 0, "rate": 0.5, "compressor": "extractive",
-        "prefill_scrape_interval": 0.05}  # fmt: skip
+        "prefill_scrape_interval_s": 0.05}  # fmt: skip
 
 
 def test_app_compresses_under_a_backend_queue_and_stops_when_it_drains(make_proxy):

@@ -42,9 +42,9 @@ def edge(module_stub):
     tenancy = json.dumps({"key-a": "acme"})
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends",
             module_stub.url, "--compression-compressor", "identity", "--log-level", "error",
-            "--http-head-timeout", str(HEAD_S), "--http-body-timeout", str(BODY_S),
+            "--http-head-timeout-s", str(HEAD_S), "--http-body-timeout-s", str(BODY_S),
             "--http-max-headers", "20", "--http-max-head-bytes", "8192",
-            "--http-max-connections", str(MAX_CONNECTIONS), "--limits-max-in-flight", "2",
+            "--http-max-connections", str(MAX_CONNECTIONS), "--admission-max-in-flight", "2",
             "--tenancy-api-keys", tenancy, "--tenancy-salt-secret", "edge-limits-secret-1",
             ]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -200,7 +200,7 @@ def _stalled(port: int, key: bool) -> socket.socket:
 
 
 def test_stalled_or_unauthenticated_clients_hold_no_admission_slot(edge):
-    _, port = edge  # limits.max_in_flight is 2
+    _, port = edge  # admission.max_in_flight is 2
     stalled = [_stalled(port, key) for key in (True, True, True, False, False, False)]
     try:
         time.sleep(0.2)

@@ -149,9 +149,9 @@ class SlowHead:
 
 def test_a_non_streamed_generation_on_a_new_route_outlives_first_byte(make_proxy):
     """Issue 31 (6) on the relayed routes: a non-streamed POST waits for its head up to
-    timeouts.total, a GET (no generation) only up to first_byte."""
+    timeouts.total_s, a GET (no generation) only up to first_byte."""
     with serving(SlowHead(0.6)) as backend:
-        proxy = make_proxy([backend.url], timeouts={"first_byte": 0.2, "total": 3})
+        proxy = make_proxy([backend.url], timeouts={"first_byte_s": 0.2, "total_s": 3})
         body = {"model": MODEL, "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
         for path in ("/v1/messages", "/v1/chat/completions/batch", "/invocations"):
             assert httpx.post(proxy.url + path, json=body, timeout=10).status_code == 200, path

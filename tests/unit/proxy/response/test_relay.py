@@ -64,8 +64,8 @@ def test_failover_before_first_byte(make_proxy):
         doomed = dead.__enter__()
         proxy = make_proxy(
             [doomed.url, alive.url],
-            health={"interval": 60},
-            routing={"scorers": "roundrobin", "picker": "highest"},
+            health={"interval_s": 60},
+            routing={"scorers": "roundrobin", "picker": {"name": "highest"}},
         )
         dead.__exit__(None, None, None)  # still "healthy" in the proxy's eyes
         for _ in range(4):  # round-robin puts the dead one first half of the time

@@ -12,7 +12,7 @@ from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity
 from proxy.routing.bounded import BoundedLoad, load_bound
 from proxy.routing.load import LeastLoaded
-from proxy.routing.router import Router, Weighted
+from proxy.routing.router import Cycle, Router, Weighted
 from tests.support.rendezvous import rendezvous_order
 
 URLS = [f"http://vllm-{i}:8000" for i in range(4)]
@@ -43,7 +43,7 @@ def test_over_bound_endpoints_move_behind_keeping_order():
     totals = dict(zip(eps, [0.9, 0.1, 0.8, 0.5], strict=True))
     spilled = []
     ranked = BoundedLoad(epsilon=0.25, min_in_flight=0, on_spill=spilled.append).order(
-        ctx(), totals, eps
+        Cycle(ctx(), eps, totals)
     )
     assert [ep.url for ep in ranked] == [URLS[2], URLS[3], URLS[1], URLS[0]]
     assert spilled == [eps[0]]  # the best-scored one was over: one spill, named
@@ -54,16 +54,18 @@ def test_a_lower_ranked_endpoint_over_the_bound_is_no_spill():
     totals = dict(zip(eps, [0.9, 0.1, 0.8, 0.5], strict=True))
     spilled = []
     ranked = BoundedLoad(epsilon=0.25, min_in_flight=0, on_spill=spilled.append).order(
-        ctx(), totals, eps
+        Cycle(ctx(), eps, totals)
     )
     assert ranked[0] is eps[0] and ranked[-1] is eps[1] and spilled == []
 
 
 def test_within_bound_it_is_highest_total_then_url():
     eps = pool([1, 1, 1, 1])
-    ranked = BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), dict.fromkeys(eps, 0.5), eps)
+    ranked = BoundedLoad(epsilon=0.25, min_in_flight=8).order(
+        Cycle(ctx(), eps, dict.fromkeys(eps, 0.5))
+    )
     assert [ep.url for ep in ranked] == URLS
-    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), {}, []) == []
+    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(Cycle(ctx())) == []
 
 
 def test_no_spill_below_the_floor():
@@ -71,10 +73,10 @@ def test_no_spill_below_the_floor():
     # ceil(1.25 * 4 / 2) = 3, so without the floor it would spill at 3-4 in flight
     eps = pool([3, 0, 0, 0])[:2]
     totals = dict(zip(eps, [1.0, 0.5], strict=True))
-    assert BoundedLoad(epsilon=0.25, min_in_flight=0).order(ctx(), totals, eps)[0] is eps[1]
+    assert BoundedLoad(epsilon=0.25, min_in_flight=0).order(Cycle(ctx(), eps, totals))[0] is eps[1]
     spilled = []
     ranked = BoundedLoad(epsilon=0.25, min_in_flight=4, on_spill=spilled.append).order(
-        ctx(), totals, eps
+        Cycle(ctx(), eps, totals)
     )
     assert ranked[0] is eps[0] and spilled == []
 
@@ -84,11 +86,11 @@ def test_at_the_floor_the_bound_applies_again():
     totals = dict(zip(eps, [1.0, 0.5], strict=True))
     spilled = []
     ranked = BoundedLoad(epsilon=0.25, min_in_flight=8, on_spill=spilled.append).order(
-        ctx(), totals, eps
+        Cycle(ctx(), eps, totals)
     )
     assert ranked[0] is eps[1] and spilled == [eps[0]]
     eps[0].in_flight = 7  # 7 + 1 <= 8: stays home
-    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(ctx(), totals, eps)[0] is eps[0]
+    assert BoundedLoad(epsilon=0.25, min_in_flight=8).order(Cycle(ctx(), eps, totals))[0] is eps[0]
 
 
 def test_negative_settings_are_refused():

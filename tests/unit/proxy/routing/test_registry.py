@@ -16,7 +16,7 @@ from proxy.routing.load import LeastLoaded
 from proxy.routing.registry import FILTERS, PICKERS, SCORERS, build_router
 from proxy.routing.router import HighestScore
 from proxy.routing.scorers import RoundRobin
-from proxy.settings import RoutingSettings, load_settings
+from proxy.settings import RoutingSettings, Settings, load_settings
 
 
 def parts(router) -> list[tuple[type, float]]:
@@ -36,7 +36,7 @@ def test_defaults_are_affinity_and_load_with_a_bounded_picker_and_both_filters()
 
 
 def test_round_robin_is_its_scorer_and_the_highest_picker():
-    s = RoutingSettings(scorers="roundrobin", picker="highest")
+    s = RoutingSettings(scorers="roundrobin", picker={"name": "highest"})
     assert [(x.name, x.weight) for x in s.scorers] == [("roundrobin", 1.0)]
     router = build_router(s, Metrics(), panic=True)
     assert parts(router) == [(RoundRobin, 1.0)] and isinstance(router.picker, HighestScore)
@@ -44,7 +44,7 @@ def test_round_robin_is_its_scorer_and_the_highest_picker():
 
 def test_explicit_scorers_and_bounded_load_parameters_reach_the_router():
     s = RoutingSettings(scorers=[{"name": "affinity", "weight": 2}],
-                        picker="bounded", bounded_min_in_flight=3, epsilon=0.5)  # fmt: skip
+                        picker={"name": "bounded", "min_in_flight": 3, "epsilon": 0.5})  # fmt: skip
     router = build_router(s, Metrics(), panic=True)
     assert parts(router) == [(PrefixAffinity, 2.0)]
     assert (router.picker.epsilon, router.picker.min_in_flight) == (0.5, 3)
@@ -61,7 +61,7 @@ def test_a_removed_shorthand_fails_at_start_naming_the_replacement(key, value, m
     assert f"routing.{key}" in message and "was removed" in message
     assert "routing.scorers" in message and "RAGTRIM_ROUTING__SCORERS" in message
     with pytest.raises(ValueError, match=f"routing.{key}"):
-        RoutingSettings.model_validate({key: value})  # YAML and CLI overrides alike
+        Settings.model_validate({"routing": {key: value}})  # YAML and CLI overrides alike
 
 
 def test_kv_events_and_the_kv_cache_scorer_go_together():
@@ -70,11 +70,11 @@ def test_kv_events_and_the_kv_cache_scorer_go_together():
     with pytest.raises(ValueError, match="needs routing.kv_events.enabled"):
         RoutingSettings(scorers="kv_cache")
     on = RoutingSettings(kv_events={"enabled": True}, scorers="kv_cache:1,load:0.3")
-    assert on.bounded_min_in_flight == 8  # set it to 3 explicitly: no hidden rewrite
+    assert on.picker.min_in_flight == 8  # set it to 3 explicitly: no hidden rewrite
 
 
 def test_settings_survive_a_round_trip():
-    s = RoutingSettings(scorers="roundrobin", picker="highest")
+    s = RoutingSettings(scorers="roundrobin", picker={"name": "highest"})
     assert RoutingSettings.model_validate(s.model_dump()) == s
 
 
@@ -93,15 +93,15 @@ def test_unknown_names_fail_at_build_listing_the_known_ones(field, value, kind):
 def test_pickers_by_name():
     assert set(PICKERS) == {"bounded", "cost", "highest"}
     with pytest.raises(ValueError):
-        RoutingSettings(picker="random")
+        RoutingSettings(picker={"name": "random"})
 
 
 def test_env_takes_a_json_scorer_list_and_comma_filters(monkeypatch):
     monkeypatch.setenv("RAGTRIM_ROUTING__SCORERS", '[{"name":"affinity","weight":1}]')
-    monkeypatch.setenv("RAGTRIM_ROUTING__BOUNDED_MIN_IN_FLIGHT", "5")
+    monkeypatch.setenv("RAGTRIM_ROUTING__PICKER__MIN_IN_FLIGHT", "5")
     routing = load_settings().routing
     assert [(x.name, x.weight) for x in routing.scorers] == [("affinity", 1.0)]
-    assert routing.bounded_min_in_flight == 5
+    assert routing.picker.min_in_flight == 5
     assert build_router(routing, Metrics(), panic=True).picker.min_in_flight == 5
 
 
@@ -112,7 +112,7 @@ def test_env_takes_the_short_form_too(monkeypatch):
     monkeypatch.setenv("RAGTRIM_ROUTING__FILTERS", "healthy")
     routing = load_settings().routing
     assert [(x.name, x.weight) for x in routing.scorers] == [("roundrobin", 1.0), ("load", 0.5)]
-    assert routing.filters == ["healthy"]
+    assert [f.name for f in routing.filters] == ["healthy"]
 
 
 def test_cli_flags_take_json_or_the_short_form():
@@ -121,7 +121,7 @@ def test_cli_flags_take_json_or_the_short_form():
                               "--routing-filters", "healthy"])  # fmt: skip
     routing = load_settings(None, overrides_from(args)).routing
     assert [(x.name, x.weight) for x in routing.scorers] == [("load", 0.5)]
-    assert routing.filters == ["healthy"]
+    assert [f.name for f in routing.filters] == ["healthy"]
     args = parser.parse_args(["serve", "--routing-scorers", "affinity:1,load:0.25,roundrobin"])
     routing = load_settings(None, overrides_from(args)).routing
     pairs = [(x.name, x.weight) for x in routing.scorers]
@@ -132,13 +132,13 @@ def test_help_lists_the_routing_flags(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--help"])
     out = capsys.readouterr().out
-    for flag in ("--routing-scorers", "--routing-filters", "--routing-bounded-min-in-flight"):
+    for flag in ("--routing-scorers", "--routing-filters", "--routing-picker-min-in-flight"):
         assert flag in out
 
 
 def test_spills_and_panic_routes_are_counted():
     metrics = Metrics()
-    router = build_router(RoutingSettings(bounded_min_in_flight=0), metrics, panic=True)
+    router = build_router(RoutingSettings(picker={"min_in_flight": 0}), metrics, panic=True)
     c = RequestContext("r", "chat", b"", {"model": "m"}, {}, prefix_key="k")
     eps = [Endpoint(f"http://{n}", healthy=True, models=frozenset({"m"})) for n in "ab"]
     home = router.rank(c, eps)[0]
@@ -154,18 +154,15 @@ def test_spills_and_panic_routes_are_counted():
         no_panic.rank(c, eps)
 
 
-def test_the_per_backend_cap_is_a_filter_composed_last_whenever_it_is_set():
+def test_the_per_backend_cap_is_the_room_filter_with_its_cap_where_it_is_named():
     from proxy.errors import Overloaded
     from proxy.routing.filters import HasRoom
-    from proxy.settings import LimitSettings
 
     metrics = Metrics()
-    capped = build_router(RoutingSettings(), metrics, panic=True,
-                          limits=LimitSettings(max_in_flight_per_backend=2,
-                                               retry_after_s=3))  # fmt: skip
+    routing = RoutingSettings(filters="healthy,serves_model,room:2")
+    capped = build_router(routing, metrics, panic=True, retry_after_s=3)
     assert [type(f) for f in capped.filters] == [Healthy, ServesModel, HasRoom]
-    uncapped = build_router(RoutingSettings(), metrics, panic=True, limits=LimitSettings())
-    assert [type(f) for f in uncapped.filters] == [Healthy, ServesModel]
+    assert capped.filters[-1].cap == 2
     a, b = (Endpoint(u, healthy=True, models=frozenset({"m"})) for u in ("http://a", "http://b"))
     a.in_flight, ctx = 2, RequestContext("r", "chat", b"{}", {"model": "m"}, {})
     assert capped.rank(ctx, [a, b]) == [b]  # a is full: not a candidate at all
@@ -174,5 +171,31 @@ def test_the_per_backend_cap_is_a_filter_composed_last_whenever_it_is_set():
         capped.rank(ctx, [a, b])
     assert caught.value.status == 429 and caught.value.retry_after == 3
     assert sample(metrics, "ragtrim_overloaded_total", scope="backend") == 1
-    with pytest.raises(ValueError, match="max_in_flight_per_backend"):
-        build_router(RoutingSettings(filters=["healthy", "room"]), Metrics(), panic=True)
+
+
+@pytest.mark.parametrize(
+    ("filters", "why"),
+    [
+        ("healthy,room", "room needs its cap"),
+        ("healthy:3", "'healthy' takes no parameter"),
+        ([{"name": "room", "max_in_flight": 0}], "room needs its cap"),
+    ],
+)
+def test_a_filter_parameter_belongs_to_its_filter(filters, why):
+    with pytest.raises(ValueError, match=why):
+        RoutingSettings(filters=filters)
+
+
+def test_each_picker_takes_only_its_own_parameters():
+    assert RoutingSettings(picker={"name": "highest"}).picker.name == "highest"
+    with pytest.raises(ValueError, match="picker 'highest' does not read epsilon"):
+        RoutingSettings(picker={"name": "highest", "epsilon": 0.1})
+    with pytest.raises(ValueError, match="picker 'bounded' does not read queue_tokens"):
+        RoutingSettings(picker={"name": "bounded", "queue_tokens": 10})
+
+
+def test_a_bare_picker_name_is_refused_naming_picker_name(monkeypatch):
+    """RAGTRIM_ROUTING__PICKER=x would hide RAGTRIM_ROUTING__PICKER__EPSILON set beside it."""
+    monkeypatch.setenv("RAGTRIM_ROUTING__PICKER", "highest")
+    with pytest.raises(ValueError, match="RAGTRIM_ROUTING__PICKER__NAME"):
+        load_settings()

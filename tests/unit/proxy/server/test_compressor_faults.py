@@ -64,7 +64,7 @@ def faulty():
 
 @pytest.fixture
 def proxy(stub, make_proxy, faulty):
-    compression = {"policy": "always", "min_context_tokens": 0, "timeout": TIMEOUT}
+    compression = {"policy": "always", "min_context_tokens": 0, "timeout_s": TIMEOUT}
     return make_proxy([stub.url], compressor=faulty, compression=compression)
 
 

@@ -33,7 +33,7 @@ def _stream(url: str, chunks: int, out: list) -> None:
 def ragtrim(stub):
     port = free_port()
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends",
-            stub.url, "--timeouts-drain", "2", "--compression-compressor", "identity",
+            stub.url, "--timeouts-drain-s", "2", "--compression-compressor", "identity",
             "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"

@@ -27,7 +27,7 @@ def _metric(url: str, name: str) -> float:
 def test_slow_health_checks_do_not_turn_a_serving_backend_into_503s(make_proxy):
     backend = SlowHealth()
     with serving(backend) as slow:
-        proxy = make_proxy([slow.url], health={"interval": 0.2, "timeout": 0.1})
+        proxy = make_proxy([slow.url], health={"interval_s": 0.2, "timeout_s": 0.1})
         backend.slow()
         deadline = time.monotonic() + 10
         while httpx.get(f"{proxy.url}/readyz").status_code == 200:  # probes keep missing
@@ -41,7 +41,7 @@ def test_slow_health_checks_do_not_turn_a_serving_backend_into_503s(make_proxy):
 def test_slow_health_backend_is_ejected_only_after_consecutive_failures(make_proxy):
     backend = SlowHealth()
     with serving(backend) as slow:
-        health = {"interval": 0.3, "timeout": 0.1, "unhealthy_after": 1000, "panic": False}
+        health = {"interval_s": 0.3, "timeout_s": 0.1, "unhealthy_after": 1000, "panic": False}
         proxy = make_proxy([slow.url], health=health)
         backend.slow()
         time.sleep(1.5)  # several missed probes, far fewer than 1000
@@ -61,7 +61,7 @@ def test_upstream_429_is_passed_on_with_retry_after_and_never_retried(make_proxy
 def test_global_in_flight_limit_answers_429_at_once(make_proxy):
     backend = HeldBackend()
     with serving(backend) as b:
-        proxy = make_proxy([b.url], limits={"max_in_flight": 1, "retry_after_s": 3})
+        proxy = make_proxy([b.url], admission={"max_in_flight": 1, "retry_after_s": 3})
         holder = threading.Thread(target=httpx.post, args=(f"{proxy.url}/v1/chat/completions",),
                                   kwargs={"json": CHAT, "timeout": 10})  # fmt: skip
         holder.start()
@@ -79,8 +79,9 @@ def test_global_in_flight_limit_answers_429_at_once(make_proxy):
 def test_per_backend_limit_spills_to_a_backend_with_room_then_429(make_proxy):
     held, free = HeldBackend(), HeldBackend()
     with serving(held) as a, serving(free) as b:
-        proxy = make_proxy([a.url, b.url], limits={"max_in_flight_per_backend": 1},
-                           routing={"scorers": "roundrobin", "picker": "highest"})  # fmt: skip
+        proxy = make_proxy([a.url, b.url],
+                           routing={"scorers": "roundrobin", "picker": {"name": "highest"},
+                                    "filters": "healthy,serves_model,room:1"})  # fmt: skip
         url = f"{proxy.url}/v1/chat/completions"
         kwargs = {"json": CHAT, "timeout": 10}
         threads = [threading.Thread(target=httpx.post, args=(url,), kwargs=kwargs) for _ in "ab"]
@@ -142,7 +143,7 @@ def test_a_hanging_backend_is_a_504_in_first_byte_time_and_not_retried(make_prox
 
     one, two = StubVllm(), StubVllm()
     with serving(one) as a, serving(two) as b:
-        proxy = make_proxy([a.url, b.url], timeouts={"first_byte": 0.5})
+        proxy = make_proxy([a.url, b.url], timeouts={"first_byte_s": 0.5})
         start = time.monotonic()
         body = {**CHAT, "stream": True, "stub": {"delay": 5}}
         resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body, timeout=10)
@@ -157,7 +158,7 @@ def test_a_dead_backend_fails_fast_is_ejected_and_returns_when_it_recovers(make_
 
     port = free_port()
     first = ServerThread(StubVllm(), port).start()
-    proxy = make_proxy([first.url], health={"interval": 0.2})
+    proxy = make_proxy([first.url], health={"interval_s": 0.2})
     first.stop()
     start = time.monotonic()
     resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)

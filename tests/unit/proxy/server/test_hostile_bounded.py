@@ -54,7 +54,7 @@ def ragtrim():
     args = ["-m", "proxy", "serve", "--port", str(port),
             "--backends", f"http://127.0.0.1:{stub_port}",
             "--compression-policy", "always", "--compression-min-context-tokens", "0",
-            "--compression-timeout", "0.3", "--log-level", "error"]  # fmt: skip
+            "--compression-timeout-s", "0.3", "--log-level", "error"]  # fmt: skip
     proc = _start(args, {"RAGTRIM_COMPRESSION__PATTERNS": json.dumps([PATTERN])})
     url = f"http://127.0.0.1:{port}"
     try:

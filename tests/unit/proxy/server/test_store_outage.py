@@ -87,8 +87,8 @@ def redis_pair():
 def test_redis_hung_down_and_restarted(stub, make_proxy, redis_pair):
     redis_server, control = redis_pair
     opts = {"compressor": HalfWords(), "compression": ALWAYS}
-    proxy = make_proxy([stub.url], redis_url=redis_server.url, **opts)
-    other = make_proxy([stub.url], redis_url=control.url, **opts)  # Redis always healthy
+    proxy = make_proxy([stub.url], redis={"url": redis_server.url}, **opts)
+    other = make_proxy([stub.url], redis={"url": control.url}, **opts)  # Redis always healthy
     urls, added = (proxy.url, other.url), {}
     direct = redis.Redis.from_url(redis_server.url)
 

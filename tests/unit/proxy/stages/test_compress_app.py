@@ -69,7 +69,7 @@ def test_switched_off_forwards_the_original_bytes(stub, make_proxy):
 @pytest.mark.parametrize("double, reason", [(HalfWords(fail=True), "error"),
                                             (HalfWords(delay=1.0), "timeout")])  # fmt: skip
 def test_failures_fail_open(stub, make_proxy, double, reason):
-    settings = {**ALWAYS, "timeout": 0.2}
+    settings = {**ALWAYS, "timeout_s": 0.2}
     proxy = make_proxy([stub.url], compressor=double, compression=settings)
     body = rag_body()
     resp = post(proxy, body)

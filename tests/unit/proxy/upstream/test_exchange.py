@@ -98,7 +98,7 @@ async def test_retryable_status_goes_to_the_next_replica_but_the_last_answer_sta
 
 
 async def test_first_byte_deadline_is_a_504_at_once_never_retried_elsewhere():
-    timeouts = TimeoutSettings(first_byte=0.05)
+    timeouts = TimeoutSettings(first_byte_s=0.05)
     ex, pool, transport = _make({"http://a": "hang", "http://b": Scripted()}, timeouts)
     with pytest.raises(UpstreamTimeout):
         await ex.open(pool)
@@ -110,12 +110,12 @@ async def test_first_byte_deadline_is_a_504_at_once_never_retried_elsewhere():
 async def test_a_non_streamed_generation_waits_for_its_head_up_to_the_total_deadline():
     """Issue 31: vLLM sends a non-streamed answer's headers only once the whole
     generation is done; a long one is not a hung one (it was a 504 after first_byte)."""
-    timeouts = TimeoutSettings(first_byte=0.05, total=5)
+    timeouts = TimeoutSettings(first_byte_s=0.05, total_s=5)
     ex, pool, _ = _make({"http://a": (0.2, Scripted(sse=False))}, timeouts, whole_answer=True)
     await ex.open(pool)
     assert ex.status == 200
     await ex.close(None)
-    late = TimeoutSettings(first_byte=0.05, total=0.1)
+    late = TimeoutSettings(first_byte_s=0.05, total_s=0.1)
     ex, pool, _ = _make({"http://a": (0.3, Scripted(sse=False))}, late, whole_answer=True)
     with pytest.raises(UpstreamTimeout):
         await ex.open(pool)
@@ -134,7 +134,7 @@ async def test_all_refused_raises_the_last_error():
 
 async def test_idle_deadline_mid_stream_and_abort_on_close():
     answer = Scripted(chunks=(b"a", b"b"), gap=0.2)
-    ex, pool, _ = _make({"http://a": answer}, TimeoutSettings(idle=0.05))
+    ex, pool, _ = _make({"http://a": answer}, TimeoutSettings(idle_s=0.05))
     await ex.open(pool)
     with pytest.raises(UpstreamTimeout):
         async for _ in ex.chunks():

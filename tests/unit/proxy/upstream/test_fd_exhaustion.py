@@ -35,8 +35,8 @@ def _limit() -> None:
 def _start(port: int, backend: str) -> subprocess.Popen:
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port), "--backends", backend,
             "--log-level", "error", "--compression-compressor", "identity",
-            "--health-interval", "60", "--health-panic", "false",
-            "--http-max-connections", "100000", "--http-keep-alive-timeout", "120",
+            "--health-interval-s", "60", "--health-panic", "false",
+            "--http-max-connections", "100000", "--http-keep-alive-timeout-s", "120",
             "--compression-prefill-metrics", "false", "--warmup-enabled", "false"]  # fmt: skip
     proc = subprocess.Popen(args, preexec_fn=_limit, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip

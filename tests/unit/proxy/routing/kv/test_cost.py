@@ -120,12 +120,12 @@ def test_no_token_ids_fall_back_to_bounded_load():
 
 def test_registry_builds_the_cost_picker_from_settings():
     on = RoutingSettings(kv_events=KvEventsSettings(enabled=True), scorers="kv_cache:1,load:0.3",
-                         picker="cost")  # fmt: skip
+                         picker={"name": "cost"})  # fmt: skip
     metrics = Metrics()
     kv = build_kv(on.kv_events, EndpointPool(), metrics, "")
     router = build_router(on, metrics, panic=True, kv=kv)
     assert isinstance(router.picker, KvCostPicker)
-    assert router.picker.queue_tokens == on.kv_events.queue_tokens == 400
+    assert router.picker.queue_tokens == on.picker.queue_tokens == 400
     assert router.picker.fallback.min_in_flight == 8
     with pytest.raises(ValueError, match="kv_cache"):
-        RoutingSettings(picker="cost")
+        RoutingSettings(picker={"name": "cost"})

@@ -98,10 +98,9 @@ def test_room_is_no_eviction_within_the_window():
 
 def pick(a: Endpoint, b: Endpoint, shares: dict[Endpoint, float]) -> Endpoint:
     """a ranked first by total score; the stake from `shares`."""
-    cycle = Cycle(held=Held(shares))  # no replica with room: both under cache pressure
-    return KvBoundedLoad(epsilon=0.25, held=8, free=3).order(
-        ctx(), {a: 0.9, b: 0.5}, [a, b], cycle
-    )[0]
+    # no replica with room: both under cache pressure
+    cycle = Cycle(ctx(), [a, b], {a: 0.9, b: 0.5}, held=Held(shares))
+    return KvBoundedLoad(epsilon=0.25, held=8, free=3).order(cycle)[0]
 
 
 def test_a_request_held_as_well_elsewhere_spreads_early():
@@ -121,13 +120,14 @@ def test_the_scorers_shares_reach_the_picker_in_the_rankings_own_cycle():
     into it and the picker reads them there (no slot shared between rankings)."""
     a, b = eps(4, 0)
     scorer = KvCacheScorer(index_holding(a, b, 4, 0, True), Ids(), thread_bytes=0)
-    cycle = Cycle()
+    cycle = Cycle(ctx(), [a, b])
     scorer.score(ctx(), [a, b], cycle)
     assert cycle.held is not None and cycle.held.shares[a] > cycle.held.shares[b]
     picker, totals = KvBoundedLoad(epsilon=0.25, held=8, free=3), {a: 1.0, b: 0.0}
-    assert picker.order(ctx(), totals, [a, b], Cycle())[0] is a  # no shares: floor 8
-    even = Cycle(held=Held({a: 0.4, b: 0.4}))  # held as well on b: floor 3, a spills
-    assert picker.order(ctx(), totals, [a, b], even)[0] is b
+    assert picker.order(Cycle(ctx(), [a, b], totals))[0] is a  # no shares: floor 8
+    # held as well on b: floor 3, a spills
+    even = Cycle(ctx(), [a, b], totals, held=Held({a: 0.4, b: 0.4}))
+    assert picker.order(even)[0] is b
 
 
 def test_floors_are_checked_and_a_low_held_floor_lowers_free():

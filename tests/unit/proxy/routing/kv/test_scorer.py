@@ -105,8 +105,8 @@ def test_ties_spread_over_backends():
 
 def test_registry_builds_the_kv_cache_scorer_named_with_events_on():
     on = RoutingSettings(kv_events=KvEventsSettings(enabled=True), scorers="kv_cache:1,load:0.3")
-    assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker == "bounded"
-    assert on.bounded_min_in_flight == 8 and on.kv_events.spill_floor == 3
+    assert [s.name for s in on.scorers] == ["kv_cache", "load"] and on.picker.name == "bounded"
+    assert on.picker.min_in_flight == 8 and on.picker.spill_floor == 3
     assert [s.name for s in RoutingSettings().scorers] == ["affinity", "load"]
     metrics = Metrics()
     kv = build_kv(on.kv_events, EndpointPool(), metrics, "")

@@ -25,8 +25,8 @@ def test_endpoints_follow_the_backend_address():
 
 async def test_joiners_are_subscribed_and_leavers_forgotten():
     pool, index = EndpointPool.from_urls(["http://127.0.0.1:1"]), KvIndex()
-    subs = KvSubscriptions(pool, index, KvEventsSettings(enabled=True, interval=0.05,
-                                                         replay_timeout=0.1))  # fmt: skip
+    subs = KvSubscriptions(pool, index, KvEventsSettings(enabled=True, interval_s=0.05,
+                                                         replay_timeout_s=0.1))  # fmt: skip
     await subs.start()
     try:
         assert set(subs.subscribers) == {"http://127.0.0.1:1"}

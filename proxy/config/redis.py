@@ -1,0 +1,28 @@
+"""Redis, in one group: where it is and how long ragtrim waits for it (issue 32: it
+was configured in four places). Two users, two budgets: the cache's calls sit on every
+request's path and fall back to the in-process store (cache/outage.py); the quota
+script has its own connections and a longer budget (proxy/tenancy/rate_limits.py).
+What quotas do while Redis is down is a quota policy: quotas.redis_down."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from cache.outage import REDIS_TIMEOUT_S
+from proxy.config.section import Section
+
+
+class RedisSettings(Section):
+    url: str = Field("", description="Redis URL for shared state; empty = in-process store.")
+    timeout_s: float = Field(
+        REDIS_TIMEOUT_S,
+        gt=0,
+        description="Seconds a Redis call of the cache may take; slower counts as Redis down "
+        "(served by the in-process store, cache/outage.py).",
+    )
+    quota_timeout_s: float = Field(
+        0.25,
+        gt=0,
+        description="Seconds the quota script may take on Redis (its own connections, apart "
+        "from the cache's); slower counts as Redis down (quotas.redis_down).",
+    )
