@@ -184,7 +184,7 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Oper
         HeadersHook(settings.tenancy.shows_backend()),
         TimingHook(metrics),
         FeedbackHook(feedback),
-        *ops.hooks(),  # the telemetry record: after feedback, as it was
+        *ops.hooks(),  # the answer, for the telemetry record: after feedback, as it was
         OwnerHook(owners),
         *([PrefixRecordHook(stable.view)] if stable is not None else []),
     ]
@@ -195,7 +195,7 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                    tenant: TenantStage, ops: Operations,
                    owners: ResponseOwners,
                    stable: StableCompression | None = None) -> Forwarder:  # fmt: skip
-    """The data plane gets the traced router and transport, and the record's hook (issue 22); the
+    """The data plane gets the traced router and transport, and the answer hook (issue 22); the
     control plane (health, scrapes, warm-up) the bare ones."""
     hooks = make_hooks(settings, metrics, feedback, owners, ops, stable)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,

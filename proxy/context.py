@@ -13,6 +13,13 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     response_headers  every stage              headers hook (x-ragtrim-* on the reply)
     route_match       forwarder                owner hook (the response ids it records)
     cache_plan        compress stage (stable)  prefix-record hook (what was sent where)
+    answer            answer hook              telemetry middleware (access log, span,
+                                               accounting), via the ASGI scope
+
+The forwarder leaves the context in the ASGI scope under SCOPE_KEY, the scope being
+the one object the telemetry middleware and the data plane share per request (as
+Starlette's `request.state` rides in `scope["state"]`); issue 32 replaced a ContextVar
+record that the pipeline and a hook wrote into from afar.
 
 The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """
@@ -29,6 +36,18 @@ from proxy.http.route_table import Match
 from proxy.prompt.body import Prompt, prompt_for
 from proxy.prompt.ragtrim_options import RequestOptions
 from proxy.prompt.segment import Segmentation
+
+SCOPE_KEY = "ragtrim.context"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a finished generation taught (proxy/response/hooks.py `taught`): the backend
+    that answered, vLLM's usage, the upstream TTFT (streamed only)."""
+
+    backend: str
+    usage: dict[str, Any] | None
+    upstream_ttft_ms: float | None
 
 
 @dataclass
@@ -48,6 +67,7 @@ class RequestContext:
     response_headers: dict[str, str] = field(default_factory=dict)
     route_match: Match | None = None  # the route table's entry (issue 33)
     cache_plan: CachePlan | None = None  # issue 29: None without cache-aware compression
+    answer: Answer | None = None  # a finished generation's (the answer hook)
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:

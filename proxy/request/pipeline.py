@@ -6,7 +6,7 @@ logged and counted, and the request goes on with what the previous stages left.
 Stages therefore change `ctx` only once their work has succeeded.
 
 With tracing on, the stages that cost time (TRACED_STAGES) each run in a span
-(proxy/telemetry/tracing.py); the request's telemetry record is bound to `ctx` first.
+(proxy/telemetry/tracing.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Protocol
 from proxy.context import RequestContext
 from proxy.errors import ProxyError, describe_error
 from proxy.metrics import Metrics
-from proxy.telemetry.record import bind
 from proxy.telemetry.tracing import TRACED_STAGES, Tracing
 
 log = logging.getLogger("ragtrim.pipeline")
@@ -39,7 +38,6 @@ class Pipeline:
         self.tracing = tracing
 
     async def run(self, ctx: RequestContext) -> None:
-        bind(ctx)
         tracing = self.tracing
         for stage in self.stages:
             try:

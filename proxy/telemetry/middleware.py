@@ -2,7 +2,7 @@
 access log line and the tenant's accounting, all from one `RequestRecord`.
 
     with server span (tracing on):          the client's traceparent continued
-        app(scope, receive, send)           the stages and the forwarder fill the record
+        app(scope, receive, send)           the forwarder leaves the context in the scope
     access log line                         proxy/telemetry/accesslog.py
     accounting                              proxy/tenancy/accounting.py (answered requests only)
 
@@ -29,7 +29,7 @@ from proxy.errors import ProxyError
 from proxy.http.head import head_headers
 from proxy.metrics import Metrics
 from proxy.telemetry.accesslog import AccessLog
-from proxy.telemetry.record import CURRENT, RequestRecord
+from proxy.telemetry.record import RequestRecord
 from proxy.telemetry.tracing import Tracing
 from proxy.tenancy.accounting import Accounting, counts_of
 
@@ -66,11 +66,9 @@ class TelemetryMiddleware:
                 record.first_byte = time.perf_counter()
             await send(message)
 
-        token = CURRENT.set(record)
         try:
             await self._traced(scope, receive, send_wrapper, record)
         finally:
-            CURRENT.reset(token)
             await self._after(scope, record)
 
     async def _traced(self, scope: Scope, receive: Receive, send: Send,
@@ -81,6 +79,7 @@ class TelemetryMiddleware:
             try:
                 await self.app(scope, receive, send)
             finally:
+                record.close(scope)
                 if span is not None:
                     self.tracing.describe(span, _described(record))
 

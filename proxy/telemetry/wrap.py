@@ -3,8 +3,9 @@ root: tracing, the access log, per-tenant accounting and per-tenant limits.
 
 proxy/components.py builds one `Operations` (`make_operations`) and lets it wrap the
 parts it observes: the transport and the router (spans, only with tracing on), the
-forwarder's feedback (the request's record), and the data plane (the telemetry
-middleware, left out when tracing, the access log and accounting are all off).
+answer hook (what a finished generation taught, for the request's record), and the
+data plane (the telemetry middleware, left out when tracing, the access log and
+accounting are all off).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from proxy.metrics import Metrics
 from proxy.stages.quota import QuotaStage
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.middleware import TelemetryMiddleware
-from proxy.telemetry.record import RecordHook
+from proxy.telemetry.record import AnswerHook
 from proxy.telemetry.traced import TracedRouter, TracedTransport
 from proxy.telemetry.tracing import Tracing
 from proxy.tenancy.accounting import Accounting
@@ -45,8 +46,8 @@ class Operations:
         return router if self.tracing is None else TracedRouter(router, self.tracing)
 
     def hooks(self) -> list[object]:
-        """The response hooks operations add: the record's, when anything reads it."""
-        return [RecordHook()] if self.observing else []
+        """The response hooks operations add: the answer's, when anything reads it."""
+        return [AnswerHook()] if self.observing else []
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
         if not self.observing:

@@ -16,13 +16,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-from proxy.context import RequestContext
+from proxy.context import SCOPE_KEY, RequestContext
 from proxy.metrics import Metrics
 from proxy.settings import TenancySettings
 from proxy.stages.tenant import TenantStage
 from proxy.telemetry.accesslog import LOGGER
 from proxy.telemetry.middleware import TelemetryMiddleware
-from proxy.telemetry.record import bind
 from proxy.telemetry.tracing import Tracing
 
 LIMIT = 256
@@ -40,8 +39,10 @@ def traced(ratio: float) -> tuple[Tracing, InMemorySpanExporter]:
 
 
 async def _answer(scope, receive, send) -> None:
-    """The app behind the middleware: binds a context with a huge model, answers 200."""
-    bind(RequestContext("r" * 5000, "chat", b"{}", {"model": HUGE_MODEL, "messages": []}, {}))
+    """The app behind the middleware: leaves a context with a huge model in the scope, as
+    the forwarder does, and answers 200."""
+    ctx = RequestContext("r" * 5000, "chat", b"{}", {"model": HUGE_MODEL, "messages": []}, {})
+    scope[SCOPE_KEY] = ctx
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"{}"})
 

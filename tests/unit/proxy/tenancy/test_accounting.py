@@ -4,7 +4,7 @@ one request adds, costs; the access log's line (proxy/telemetry/accesslog.py).""
 from datetime import UTC, datetime
 
 from cache.store import MemoryStore
-from proxy.context import RequestContext
+from proxy.context import Answer, RequestContext
 from proxy.metrics import Metrics
 from proxy.settings import AccountingSettings, TenancySettings
 from proxy.telemetry.accesslog import line_of
@@ -58,7 +58,8 @@ def test_access_line_has_no_prompt_text_unless_log_prompts():
     ctx = RequestContext("rid-1", "chat", b"{}", {"model": "m", "messages": []}, {})
     ctx.tenant = "acme"
     ctx.response_headers["x-ragtrim-decision"] = "skip:short"
-    record = RequestRecord(started=0.0, ctx=ctx, status=200, backend="http://b:1")
+    ctx.answer = Answer("http://b:1", None, None)
+    record = RequestRecord(started=0.0, ctx=ctx, status=200)
     scope = {"method": "POST", "path": "/v1/chat/completions"}
     line = line_of(scope, record, log_prompts=False)
     assert line["request_id"] == "rid-1" and line["decision"] == "skip:short"
