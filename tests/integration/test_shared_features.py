@@ -11,7 +11,7 @@ from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
 from compressors import FastExtractiveCompressor, HFTokenCounter
 from proxy.compression.engine import CompressionEngine
-from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
+from tests.support.models import minilm_path, static_model  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 URL = "redis://127.0.0.1:6379/0"

@@ -68,3 +68,13 @@ class HandlerTransport:
 
     async def aclose(self) -> None:
         pass
+
+
+class Pooled(HalfWords):
+    """Question-aware: records the budget it was given."""
+
+    name, question_aware = "pooled", True
+
+    def compress(self, documents, *, question, budget):
+        self.budgets = getattr(self, "budgets", []) + [budget]
+        return super().compress(documents, question=question, budget=budget)

@@ -15,16 +15,10 @@ from pathlib import Path
 import pytest
 
 from deploy.local import build_lingua_standin
+from tests.support.models import _torch, minilm_path, static_model  # noqa: F401 - fixtures
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _torch(threads: int = 1):
-    import torch
-
-    torch.set_num_threads(threads)
-    return torch
 
 
 @pytest.fixture(scope="session")
@@ -88,33 +82,4 @@ def tiny_causal_lm(tmp_path_factory, builder) -> Path:
     )  # fmt: skip
     torch.manual_seed(0)
     LlamaForCausalLM(config).eval().save_pretrained(out, safe_serialization=True)
-    return out
-
-
-@pytest.fixture(scope="session")
-def minilm_path() -> Path:
-    from compressors.extractive import default_model_path
-
-    _torch()
-    return default_model_path()
-
-
-@pytest.fixture(scope="session")
-def static_model(tmp_path_factory, minilm_path) -> Path:
-    """A static model folder laid out like build_static_minilm.py's: MiniLM's real
-    WordPiece tokenizer, but a seeded RANDOM 32-dim table (distilling the real one takes
-    ~20 s): lexical (BM25) behaviour is real, embedding similarity is noise."""
-    import numpy as np
-    from safetensors.numpy import save_file
-    from tokenizers import Tokenizer
-
-    out = tmp_path_factory.mktemp("models") / "static-test"
-    out.mkdir()
-    tokenizer = Tokenizer.from_file(str(minilm_path / "tokenizer.json"))
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    tokenizer.save(str(out / "tokenizer.json"))
-    rng = np.random.default_rng(0)
-    table = rng.standard_normal((tokenizer.get_vocab_size(), 32)).astype(np.float16)
-    save_file({"embeddings": table}, str(out / "model.safetensors"))
     return out

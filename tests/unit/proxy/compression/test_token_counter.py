@@ -9,9 +9,9 @@ from compressors import ApproxTokenCounter
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.token_counter import TargetTokenCounter
 from tests.doubles.stub_vllm import StubVllm
+from tests.support.compressor_doubles import Pooled
+from tests.support.rag_requests import SYSTEM
 from tests.support.servers import serving
-from tests.unit.proxy.compression.test_engine import Pooled
-from tests.unit.proxy.stages.test_compress_app import SYSTEM
 
 LONG_WORD = "abcdefghijklm"  # one token for the word-level tokenizer, three for approx
 

@@ -12,8 +12,8 @@ from proxy.gate.prefill_law import BackendQueue, queue_multiplier
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.compressor_doubles import HalfWords
+from tests.support.rag_requests import SYSTEM
 from tests.support.servers import serving
-from tests.unit.proxy.stages.test_compress_app import SYSTEM
 
 
 def gate() -> CostGate:

@@ -11,8 +11,8 @@ from compressors import ApproxTokenCounter, FastExtractiveCompressor
 from proxy.integrations.langchain import RagtrimDocumentCompressor
 from proxy.integrations.llamaindex import RagtrimFeatures
 from proxy.settings import Settings
-from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
-from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, post, rag_body
+from tests.support.models import minilm_path, static_model  # noqa: F401 - fixtures
+from tests.support.rag_requests import ALWAYS, DOCS, post, rag_body
 
 
 def test_langchain_transform_then_any_query_computes_nothing(static_model):  # noqa: F811

@@ -8,9 +8,9 @@ from proxy.prompt.anthropic import MessagesPrompt
 from proxy.prompt.body import prompt_for
 from proxy.prompt.cache_text import cache_text
 from proxy.prompt.prefix import CanonicalRules
-from tests.unit.proxy.prompt.segment.support import DEFAULT
-from tests.unit.proxy.prompt.segment.test_apply import STUFF_SYSTEM
-from tests.unit.proxy.prompt.test_responses import LLAMA_USER, QUESTION
+from tests.support.rag_requests import LLAMA_USER, QUESTION
+from tests.support.rag_requests import SYSTEM as STUFF_SYSTEM
+from tests.support.segmenting import DEFAULT
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
 

@@ -7,15 +7,10 @@ from proxy.prompt.body import prompt_for
 from proxy.prompt.cache_text import cache_text
 from proxy.prompt.prefix import CanonicalRules
 from proxy.prompt.responses import ResponsesPrompt
-from tests.unit.proxy.prompt.segment.support import DEFAULT
-from tests.unit.proxy.prompt.segment.test_apply import STUFF_SYSTEM
+from tests.support.rag_requests import LLAMA_USER, QUESTION
+from tests.support.rag_requests import SYSTEM as STUFF_SYSTEM
+from tests.support.segmenting import DEFAULT
 
-QUESTION = "What is the capital of France?"
-LLAMA_USER = (
-    "Context information is below.\n---------------------\nd1\n\nd2\n---------------------\n"
-    "Given the context information and not prior knowledge, answer the query.\n"
-    f"Query: {QUESTION}\nAnswer: "
-)
 IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
 
 

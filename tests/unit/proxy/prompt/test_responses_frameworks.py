@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from proxy.prompt.responses import ResponsesPrompt
-from tests.unit.proxy.prompt.segment.support import DEFAULT
+from tests.support.segmenting import DEFAULT
 
 pytest.importorskip("langchain_openai")
 pytest.importorskip("langchain_classic")

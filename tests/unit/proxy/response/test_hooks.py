@@ -5,37 +5,13 @@ import json
 
 import pytest
 
-from proxy.backends.endpoint import Endpoint
-from proxy.context import RequestContext
 from proxy.errors import UpstreamTimeout
 from proxy.metrics import Metrics
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
 from proxy.response.relay import ClientDisconnected
 from proxy.response.usage_tap import UsageTap
-from proxy.settings import TimeoutSettings
 from proxy.upstream.exchange import Exchange
-
-URL = "http://a"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
-         "prompt_tokens_details": {"cached_tokens": 4}}  # fmt: skip
-
-
-class Answered:
-    status, headers = 200, [(b"content-type", b"application/json")]
-
-
-def ctx(stream=False, route="chat", usage_added=False) -> RequestContext:
-    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
-    c = RequestContext("req-1", route, b"{}", body if route != "other" else {}, {})
-    c.usage_added = usage_added
-    return c
-
-
-def exchange(status=200) -> Exchange:
-    ex = Exchange(None, TimeoutSettings(), Metrics(), "POST", "/v1/chat/completions", b"", [])
-    ex.endpoint, ex.response = Endpoint(URL, healthy=True), Answered()
-    ex.response.status = status
-    return ex
+from tests.support.exchanges import URL, USAGE, ctx, exchange
 
 
 def count(metric, *labels) -> float:

@@ -9,7 +9,7 @@ from proxy.context import RequestContext
 from proxy.metrics import Metrics
 from proxy.response.hooks import UsageHook
 from proxy.response.usage_tap import MessagesUsageTap, messages_usage
-from tests.unit.proxy.response.test_hooks import exchange
+from tests.support.exchanges import exchange
 
 USAGE = {"input_tokens": 56, "output_tokens": 7, "cache_read_input_tokens": 64}
 CHAT = {

@@ -12,7 +12,7 @@ from proxy.metrics import Metrics
 from proxy.response.path import ResponsePath
 from proxy.response.relay import Reply
 from proxy.settings import TimeoutSettings, UpstreamSettings
-from tests.unit.proxy.response.test_hooks import ctx
+from tests.support.exchanges import ctx
 
 
 class Answer:

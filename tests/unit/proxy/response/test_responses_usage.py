@@ -11,7 +11,7 @@ from proxy.metrics import Metrics
 from proxy.response.hooks import OwnerHook, UsageHook
 from proxy.response.ids import ResponseIdTap
 from proxy.response.usage_tap import ResponsesUsageTap, responses_usage
-from tests.unit.proxy.response.test_hooks import URL, exchange
+from tests.support.exchanges import URL, exchange
 
 USAGE = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64},
          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},

@@ -18,7 +18,7 @@ from proxy.metrics import Metrics
 from proxy.response.feedback import Feedback
 from proxy.settings import DiscoverySettings
 from tests.support.compressor_doubles import HandlerTransport
-from tests.unit.proxy.backends.test_discovery import ScriptedResolver
+from tests.support.resolvers import ScriptedResolver
 
 TARGET = parse_target("dns+http://vllm-headless.ns.svc:8000")
 SLOW, FAST = "http://10.0.0.1:8000", "http://10.0.0.2:8000"

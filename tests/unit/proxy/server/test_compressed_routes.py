@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from tests.support.compressor_doubles import HalfWords
-from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, SYSTEM
+from tests.support.rag_requests import ALWAYS, DOCS, SYSTEM
 
 QUESTION = "What is the capital of France?"
 HALVED = [" ".join(d.split()[: round(len(d.split()) / 2)]) for d in DOCS]

@@ -20,8 +20,8 @@ from tests.support.fidelity_cases import (
     QUOTED_QUESTION,
     check_case,
 )
-from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
-from tests.unit.proxy.stages.test_compress_app import ALWAYS, SYSTEM
+from tests.support.models import minilm_path, static_model  # noqa: F401 - fixtures
+from tests.support.rag_requests import ALWAYS, SYSTEM
 
 RATE = {"x-ragtrim-rate": "0.3"}
 

@@ -9,114 +9,15 @@ The default compressor (fast_extractive) runs; the stub echoes what vLLM would g
 
 import base64
 import json
-import os
 import random
-import statistics
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.servers import free_port
-
-ROOT = Path(__file__).resolve().parents[4]
-PATTERN = "(?P<context>(a+)+$)"  # backtracks without limit on Python's re
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, env=env)
-
-
-@pytest.fixture(scope="module")
-def ragtrim():
-    """The stub and ragtrim, each its own process: none of their work shares the
-    test's GIL, so the probes time ragtrim alone."""
-    stub_port, port = free_port(), free_port()
-    stub = _start(["-m", "tests.doubles.stub_vllm", "--port", str(stub_port)])
-    args = ["-m", "proxy", "serve", "--port", str(port),
-            "--backends", f"http://127.0.0.1:{stub_port}",
-            "--compression-policy", "always", "--compression-min-context-tokens", "0",
-            "--compression-timeout-s", "0.3", "--log-level", "error"]  # fmt: skip
-    proc = _start(args, {"RAGTRIM_COMPRESSION__PATTERNS": json.dumps([PATTERN])})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(url, proc)
-        yield proc, url
-    finally:
-        for child in (proc, stub):
-            child.kill()
-            child.wait(10)
-
-
-def _wait_ready(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).json().get("compressor") == "ready":
-                return
-        except (httpx.HTTPError, ValueError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError("ragtrim did not become ready")
-
-
-PROBE = """
-import http.client, json, sys, time, select
-host, port = sys.argv[1], int(sys.argv[2])
-conn, times = http.client.HTTPConnection(host, port, timeout=30), []
-while not select.select([sys.stdin], [], [], 0.005)[0]:
-    began = time.perf_counter()
-    conn.request("GET", "/healthz")
-    conn.getresponse().read()
-    times.append(time.perf_counter() - began)
-    if len(times) == 1:
-        print("probing", flush=True)
-print(json.dumps(times))
-"""
-
-
-class Prober:
-    """GET /healthz in a loop from a process of its own (the test's own GIL, busy with
-    2 MB bodies, would delay a thread), timing each answer."""
-
-    def __init__(self, url: str):
-        host, port = url.removeprefix("http://").split(":")
-        self._args = [sys.executable, "-c", PROBE, host, port]
-        self.times: list[float] = []
-
-    def __enter__(self) -> "Prober":
-        self._proc = subprocess.Popen(self._args, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self._proc.stdout.readline() == b"probing\n"  # up before the hostile request
-        return self
-
-    def __exit__(self, *exc) -> None:
-        out, _ = self._proc.communicate(b"stop\n", timeout=30)
-        self.times = json.loads(out)[1:]  # the first one was before the request
-
-
-def chat(question: str, context: str, **field) -> dict:
-    messages = [{"role": "system", "content": "Answer from the context.\n\n" + context},
-                {"role": "user", "content": question}]  # fmt: skip
-    body = {"model": "stub-model", "messages": messages, "stub": {"echo": True}}
-    return {**body, "ragtrim": field} if field else body
+from tests.support.hostile import Prober, chat, cpu_s, p95, rss_mb
 
 
 def _shapes() -> dict:
@@ -146,11 +47,6 @@ def _long_context() -> dict:
     return {"messages": body["messages"], "ragtrim": body["ragtrim"]}
 
 
-def _p95(times: list[float]) -> float:
-    """The 95th percentile of the probes (their max when there are few)."""
-    return statistics.quantiles(times, n=20)[-1] if len(times) >= 20 else max(times, default=0)
-
-
 def _timed(client, url: str, path: str, body: dict) -> tuple[httpx.Response, float]:
     began = time.perf_counter()
     resp = client.post(f"{url}{path}", json=body, timeout=60)
@@ -158,12 +54,12 @@ def _timed(client, url: str, path: str, body: dict) -> tuple[httpx.Response, flo
 
 
 @pytest.fixture(scope="module")
-def hostile(ragtrim) -> dict:
+def hostile(hostile_ragtrim) -> dict:
     """Every shape run once against the real process: its row of figures."""
-    proc, url = ragtrim
+    proc, url = hostile_ragtrim
     with Prober(url) as idle:
         time.sleep(1.0)
-    report: dict = {"idle_healthz_p95_s": round(_p95(idle.times), 4)}
+    report: dict = {"idle_healthz_p95_s": round(p95(idle.times), 4)}
     with httpx.Client(timeout=120) as client:
         for name, (body, status) in _shapes().items():
             report[name] = _run_shape(client, proc, url, name, body)
@@ -217,14 +113,14 @@ def _run_shape(client: httpx.Client, proc, url: str, name: str, body: dict) -> d
     path = "/v1/completions" if "prompt" in body else "/v1/chat/completions"
     with Prober(url) as probe:
         resp, took = _timed(client, url, path, body)
-    cpu = _cpu_s(proc.pid)
+    cpu = cpu_s(proc.pid)
     time.sleep(1.0)  # a stopped job burns nothing after its answer
     if resp.status_code == 200:
         _check_context(name, body, resp)
     return {"status": resp.status_code, "took_s": round(took, 3),
-            "healthz_p95_s": round(_p95(probe.times), 4),
+            "healthz_p95_s": round(p95(probe.times), 4),
             "healthz_max_s": round(max(probe.times, default=0), 4),
-            "cpu_after_s": round(_cpu_s(proc.pid) - cpu, 2)}  # fmt: skip
+            "cpu_after_s": round(cpu_s(proc.pid) - cpu, 2)}  # fmt: skip
 
 
 def _check_context(name: str, body: dict, resp: httpx.Response) -> None:
@@ -243,17 +139,17 @@ def _check_context(name: str, body: dict, resp: httpx.Response) -> None:
 
 def _check_ingest(proc: subprocess.Popen, url: str, report: dict) -> None:
     """Three 5 MB /v1/compress bodies at once: refused, no work left, no memory kept."""
-    rss = _rss_mb(proc.pid)
+    rss = rss_mb(proc.pid)
     body = {"documents": ["word " * 1_000_000], "question": "q"}  # 5 MB
     with Prober(url) as probe, ThreadPoolExecutor(3) as pool:
         answers = list(pool.map(lambda _: _timed(httpx, url, "/v1/compress", body), range(3)))
     codes, took = [r.status_code for r, _ in answers], max(t for _, t in answers)
-    cpu = _cpu_s(proc.pid)
+    cpu = cpu_s(proc.pid)
     time.sleep(1.0)
-    grown = round(_rss_mb(proc.pid) - rss)
+    grown = round(rss_mb(proc.pid) - rss)
     report["ingest_3x5MB"] = {
-        "status": codes, "took_s": round(took, 3), "healthz_p95_s": round(_p95(probe.times), 4),
+        "status": codes, "took_s": round(took, 3), "healthz_p95_s": round(p95(probe.times), 4),
         "healthz_max_s": round(max(probe.times, default=0), 4),
-        "cpu_after_s": round(_cpu_s(proc.pid) - cpu, 2), "rss_growth_mb": grown,
+        "cpu_after_s": round(cpu_s(proc.pid) - cpu, 2), "rss_growth_mb": grown,
     }  # fmt: skip
     assert set(codes) <= {413, 429} and report["ingest_3x5MB"]["rss_growth_mb"] < 256, report

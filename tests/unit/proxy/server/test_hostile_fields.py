@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.doubles.hostile_bodies import schema, tool
-from tests.unit.proxy.server.test_hostile_bounded import Prober, _p95, chat, ragtrim  # noqa: F401
+from tests.support.hostile import Prober, chat, p95
 
 USER = [{"role": "user", "content": "hi"}]
 CHAT = {"model": "stub-model", "max_tokens": 4}
@@ -70,15 +70,15 @@ SHAPES = {
 
 
 @pytest.fixture(scope="module")
-def fields(ragtrim) -> dict:  # noqa: F811 - the imported fixture
+def fields(hostile_ragtrim) -> dict:
     """Each shape sent once, twice when /healthz waited over 50 ms (a stall the code
     causes comes back; one from the other jobs on a shared 2-core machine, or a full
     garbage collection that the allocations happened to trigger, ~60 ms in this
     process, seldom does): its row keeps the lesser wait."""
-    proc, url = ragtrim
+    proc, url = hostile_ragtrim
     with Prober(url) as idle:
         time.sleep(1.0)
-    report: dict = {"idle_healthz_p95_s": round(_p95(idle.times), 4)}
+    report: dict = {"idle_healthz_p95_s": round(p95(idle.times), 4)}
     with httpx.Client(timeout=120) as client:
         for name, shape in SHAPES.items():
             body, status, param = shape()

@@ -6,32 +6,7 @@ import httpx
 import pytest
 
 from tests.support.compressor_doubles import HalfWords
-
-DOCS = [
-    "Paris is the capital of France and its largest city by population.",
-    "The Seine river flows through Paris before reaching the English Channel.",
-    "France borders Spain, Italy, Germany, Belgium and Switzerland.",
-]
-SYSTEM = (
-    "Use the following pieces of context to answer the user's question. \n"
-    "If you don't know the answer, just say that you don't know, don't try to make up an "
-    "answer.\n----------------\n"
-)
-ALWAYS = {"policy": "always", "min_context_tokens": 0}
-
-
-def rag_body(**extra) -> dict:
-    messages = [
-        {"role": "system", "content": SYSTEM + "\n\n".join(DOCS)},
-        {"role": "user", "content": "What is the capital of France?"},
-    ]
-    return {"model": "stub-model", "messages": messages, "stub": {"echo": True}, **extra}
-
-
-def post(proxy, body, headers=None) -> httpx.Response:
-    resp = httpx.post(f"{proxy.url}/v1/chat/completions", json=body, headers=headers or {})
-    assert resp.status_code == 200, resp.text
-    return resp
+from tests.support.rag_requests import ALWAYS, DOCS, SYSTEM, post, rag_body
 
 
 def test_documents_compressed_in_place(stub, make_proxy):

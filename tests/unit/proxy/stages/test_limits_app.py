@@ -9,7 +9,7 @@ import httpx
 
 from compressors import CompressionResult, DocumentResult
 from tests.support.compressor_doubles import HalfWords
-from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, SYSTEM, rag_body
+from tests.support.rag_requests import ALWAYS, DOCS, SYSTEM, rag_body
 
 LIMITS = {**ALWAYS, "limits": {"max_documents": 3, "max_document_chars": 500,
                                "max_request_chars": 1000}}  # fmt: skip

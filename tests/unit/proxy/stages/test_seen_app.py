@@ -4,8 +4,8 @@ to /v1/compress without a question are seen by a later request with any question
 import httpx
 
 from compressors import ApproxTokenCounter, FastExtractiveCompressor
-from tests.unit.compressors.conftest import minilm_path, static_model  # noqa: F401 - fixtures
-from tests.unit.proxy.stages.test_compress_app import ALWAYS, DOCS, post, rag_body
+from tests.support.models import minilm_path, static_model  # noqa: F401 - fixtures
+from tests.support.rag_requests import ALWAYS, DOCS, post, rag_body
 
 
 def test_ingest_without_a_question_makes_later_questions_seen(stub, make_proxy, static_model):  # noqa: F811

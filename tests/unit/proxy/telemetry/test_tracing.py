@@ -13,8 +13,10 @@ from proxy.telemetry.tracing import build_tracing
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.compressor_doubles import HalfWords
 from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.rag_requests import BRIDGE_ALWAYS as ALWAYS
+from tests.support.rag_requests import BRIDGE_QUESTION as QUESTION
+from tests.support.rag_requests import bridge_body as rag_body
 from tests.support.servers import serving
-from tests.unit.proxy.tenancy.test_tenant_ops_app import ALWAYS, QUESTION, rag_body
 
 TRACE_ID, CLIENT_SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{CLIENT_SPAN}-01"

@@ -10,26 +10,11 @@ import httpx
 
 from proxy.telemetry.accesslog import LOGGER
 from tests.support.compressor_doubles import HalfWords
+from tests.support.rag_requests import BRIDGE_ALWAYS as ALWAYS
+from tests.support.rag_requests import bridge_body as rag_body
 
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "ops-tenancy-secret!"}
 ACME, GLOBEX = ({"authorization": f"Bearer {k}"} for k in ("key-a", "key-b"))
-SYSTEM = (
-    "Use the following pieces of context to answer the user's question. \n"
-    "If you don't know the answer, just say that you don't know, don't try to make up an "
-    "answer.\n----------------\n"
-)
-QUESTION = "When was the secret bridge opened?"
-DOCS = [
-    "The bridge was opened in 1932 after six years of work and carries eight lanes. " * 4,
-    "The harbour hosts ferries to the northern beaches every half hour all day. " * 4,
-]
-ALWAYS = {"policy": "always", "min_context_tokens": 0, "rate": 0.5}
-
-
-def rag_body() -> dict:
-    messages = [{"role": "system", "content": SYSTEM + "\n\n".join(DOCS)},
-                {"role": "user", "content": QUESTION}]  # fmt: skip
-    return {"model": "stub-model", "messages": messages}
 
 
 def chat(proxy, headers, body=None) -> httpx.Response:

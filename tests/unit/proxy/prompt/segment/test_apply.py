@@ -5,13 +5,8 @@ import copy
 import pytest
 
 from proxy.prompt.segment import Segmentation, Slot, apply_chat, apply_prompt
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
-
-STUFF_SYSTEM = (
-    "Use the following pieces of context to answer the user's question. \n"
-    "If you don't know the answer, just say that you don't know, don't try to make up an "
-    "answer.\n----------------\n"
-)
+from tests.support.rag_requests import SYSTEM as STUFF_SYSTEM
+from tests.support.segmenting import segment_chat, segment_prompt
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The optional `ragtrim` request body field."""
 
 from proxy.prompt.segment import apply_chat, apply_prompt
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 DOCS = (
     "Kafka stores streams of records in topics, split into partitions.",

@@ -10,8 +10,8 @@ from proxy.prompt.cache_text import cache_text
 from proxy.prompt.segment import Segmentation, apply_chat, apply_documents, with_documents
 from proxy.prompt.segment.documents import field_slots
 from proxy.prompt.segment.model import DOCUMENTS
-from tests.unit.proxy.prompt.segment.support import DEFAULT
-from tests.unit.proxy.prompt.segment.test_apply import STUFF_SYSTEM
+from tests.support.rag_requests import SYSTEM as STUFF_SYSTEM
+from tests.support.segmenting import DEFAULT
 
 QUESTION = "What is the capital of France?"
 FIELD = [

@@ -3,7 +3,7 @@ edge cases beyond the rendering checked in test_template_drift.py."""
 
 from proxy.prompt.segment import apply_chat, apply_prompt
 from proxy.prompt.segment.frameworks import framework_text
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 JINJA_TEMPLATE = framework_text("haystack_rag_tutorial", "user")
 CHAT_TEMPLATE = framework_text("llamaindex_refine", "user")

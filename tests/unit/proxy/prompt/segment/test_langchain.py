@@ -3,7 +3,7 @@
 import pytest
 
 from proxy.prompt.segment import apply_chat, apply_prompt
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 DOCS = (
     "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. "

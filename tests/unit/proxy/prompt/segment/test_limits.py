@@ -6,7 +6,7 @@ import pytest
 
 from proxy.prompt.segment import Segmenter, apply_prompt
 from proxy.prompt.segment.patterns import PatternTimeout
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 STUFF_HEAD = (
     "Use the following pieces of context to answer the question at the end. If you don't "

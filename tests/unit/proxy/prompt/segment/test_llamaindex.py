@@ -1,7 +1,7 @@
 """LlamaIndex text_qa_template (chat and completion), rendered from its exact texts."""
 
 from proxy.prompt.segment import apply_chat, apply_prompt
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 DOCS = (
     "Photosynthesis converts light energy into chemical energy stored in glucose. It takes "

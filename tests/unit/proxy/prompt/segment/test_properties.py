@@ -10,7 +10,7 @@ from hypothesis import given
 from proxy.prompt.segment import apply_chat, apply_prompt, message_text
 from proxy.prompt.segment.splice import splice
 from tests.support.prompts import PROPS, body_fields, messages, texts
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 
 def check_slots(seg, sources) -> None:

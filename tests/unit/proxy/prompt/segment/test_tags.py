@@ -1,7 +1,7 @@
 """<ragtrim:doc> / <ragtrim:question> tags: found, and stripped by apply."""
 
 from proxy.prompt.segment import apply_chat, apply_prompt
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt
+from tests.support.segmenting import segment_chat, segment_prompt
 
 DOCS = (
     "Rust's ownership model guarantees memory safety without a garbage collector.",

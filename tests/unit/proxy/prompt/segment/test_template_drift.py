@@ -20,7 +20,7 @@ pytest.importorskip("haystack")
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 from tests.support import frameworks as fw  # noqa: E402
-from tests.unit.proxy.prompt.segment.support import segment_chat, segment_prompt  # noqa: E402
+from tests.support.segmenting import segment_chat, segment_prompt  # noqa: E402
 
 DOCS = [
     "The Rhine rises in the Swiss Alps and flows north through Germany to the North Sea.",
