@@ -98,8 +98,11 @@ def settings_reference() -> str:
 
 def _shown(default: Any) -> str:
     """A default as JSON; a part of a list (a filter, a scorer) by what it sets."""
-    plain = lambda v: v.model_dump(exclude_defaults=True) if isinstance(v, BaseModel) else str(v)  # noqa: E731
-    return json.dumps(default, default=plain)
+    return json.dumps(default, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump(exclude_defaults=True) if isinstance(value, BaseModel) else str(value)
 
 
 def _removed_flags(serve: argparse.ArgumentParser) -> None:

@@ -42,12 +42,11 @@ SCOPE_KEY = "ragtrim.context"
 
 @dataclass(frozen=True)
 class Answer:
-    """What a finished generation taught (proxy/response/hooks.py `taught`): the backend
-    that answered, vLLM's usage, the upstream TTFT (streamed only)."""
+    """What a finished generation taught (proxy/response/hooks.py `taught`) that the
+    telemetry middleware reads: the backend that answered and vLLM's usage."""
 
     backend: str
     usage: dict[str, Any] | None
-    upstream_ttft_ms: float | None
 
 
 @dataclass

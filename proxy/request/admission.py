@@ -20,19 +20,19 @@ from proxy.settings import AdmissionSettings
 
 
 class Admission:
-    def __init__(self, limits: AdmissionSettings, metrics: Metrics):
-        self.limits = limits
+    def __init__(self, settings: AdmissionSettings, metrics: Metrics):
+        self.settings = settings
         self.metrics = metrics
         self.in_flight = 0
 
     def _refuse(self, scope: str, message: str) -> Overloaded:
         self.metrics.overloaded.labels(scope).inc()
         exc = Overloaded(message)
-        exc.retry_after = self.limits.retry_after_s
+        exc.retry_after = self.settings.retry_after_s
         return exc
 
     def enter(self) -> None:
-        cap = self.limits.max_in_flight
+        cap = self.settings.max_in_flight
         if cap and self.in_flight >= cap:
             raise self._refuse("global", f"ragtrim is at its limit of {cap} requests in flight")
         self.in_flight += 1

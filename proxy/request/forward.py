@@ -83,7 +83,10 @@ class Forwarder:
             raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
             self.admission.enter()  # the body is in: a stalled client never holds a slot
             try:
-                ctx = await self._prepare(scope, found, raw, headers, tenant)
+                ctx = await self._prepare(found, raw, headers, tenant)
+                scope[SCOPE_KEY] = ctx  # for the telemetry middleware, before a stage refuses
+                if ctx.route != "other":  # a pass-through route has no stages
+                    await self.pipeline.run(ctx)
                 await self._forward(ctx, scope, receive, reply, found.path)
             finally:
                 self.admission.leave()
@@ -97,24 +100,17 @@ class Forwarder:
                       exc_info=self.log_prompts)  # fmt: skip
             await reply.error(ProxyError("internal error in ragtrim"))
 
-    async def _prepare(self, scope: Scope, found: Match, raw: bytes, headers: dict[str, str],
+    async def _prepare(self, found: Match, raw: bytes, headers: dict[str, str],
                        tenant: str) -> RequestContext:  # fmt: skip
-        """The request's context, left in `scope` (SCOPE_KEY) for the telemetry
-        middleware before any stage runs: a refused request is logged with its tenant."""
         request_id = request_id_of(headers.get("x-request-id"), self.telemetry.max_request_id_chars)
         route = found.route.kind
-        if route == "other":  # no stages (the key was checked on the head)
-            ctx = await self._pass_through(found, request_id, raw, headers, tenant)
-            scope[SCOPE_KEY] = ctx
-            return ctx
+        if route == "other":  # the key was checked on the head
+            return await self._pass_through(found, request_id, raw, headers, tenant)
         body = await self.parser.parse(raw, route)
         previous = body.get("previous_response_id")
         if found.route.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
-        scope[SCOPE_KEY] = ctx
-        await self.pipeline.run(ctx)
-        return ctx
+        return RequestContext(request_id, route, raw, body, headers, route_match=found)
 
     async def _pass_through(self, found: Match, request_id: str, raw: bytes,
                             headers: dict[str, str], tenant: str) -> RequestContext:  # fmt: skip

@@ -46,10 +46,6 @@ class RequestRecord:
         return self.answer.usage if self.answer is not None else None
 
     @property
-    def upstream_ttft_ms(self) -> float | None:
-        return self.answer.upstream_ttft_ms if self.answer is not None else None
-
-    @property
     def answered(self) -> bool:
         """A backend answered and the client got a 200 (what accounting counts)."""
         return self.answer is not None and self.status == 200
@@ -57,12 +53,13 @@ class RequestRecord:
 
 class AnswerHook:
     """A response hook (proxy/response/__init__.py): what the answer taught (the
-    backend, vLLM's usage, the TTFT), written into the request's context for the
-    access log, the server span and accounting. Placed after `feedback` in make_hooks,
+    backend, vLLM's usage), written into the request's context for the access log,
+    the server span and accounting. Placed after `feedback` in make_hooks,
     on the same answers as the feedback hook (a finished generation on a compressible
     route)."""
 
     def done(self, ctx: RequestContext, ex: Any, error: BaseException | None) -> None:
         learned = taught(ctx, ex, error)
         if learned is not None:
-            ctx.answer = Answer(ex.url, *learned)
+            usage, _ttft = learned
+            ctx.answer = Answer(ex.url, usage)

@@ -58,7 +58,7 @@ def test_access_line_has_no_prompt_text_unless_log_prompts():
     ctx = RequestContext("rid-1", "chat", b"{}", {"model": "m", "messages": []}, {})
     ctx.tenant = "acme"
     ctx.response_headers["x-ragtrim-decision"] = "skip:short"
-    ctx.answer = Answer("http://b:1", None, None)
+    ctx.answer = Answer("http://b:1", None)
     record = RequestRecord(started=0.0, ctx=ctx, status=200)
     scope = {"method": "POST", "path": "/v1/chat/completions"}
     line = line_of(scope, record, log_prompts=False)
