@@ -7,12 +7,12 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from tests.support.servers import free_port
+from tests.support.waiting import wait_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PATTERN = "(?P<context>(a+)+$)"  # backtracks without limit on Python's re
@@ -48,7 +48,7 @@ def serve_hostile():
     proc = start(args, {"RAGTRIM_COMPRESSION__PATTERNS": json.dumps([PATTERN])})
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, proc)
+        wait_serving(url, proc, 120, _compressor_ready)
         yield proc, url
     finally:
         for child in (proc, stub):
@@ -56,16 +56,8 @@ def serve_hostile():
             child.wait(10)
 
 
-def wait_ready(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).json().get("compressor") == "ready":
-                return
-        except (httpx.HTTPError, ValueError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError("ragtrim did not become ready")
+def _compressor_ready(resp: httpx.Response) -> bool:
+    return resp.json().get("compressor") == "ready"
 
 
 PROBE = """

@@ -20,6 +20,7 @@ import pytest
 
 from tests.support import rawhttp
 from tests.support.servers import free_port
+from tests.support.waiting import wait_serving
 
 ROOT = Path(__file__).resolve().parents[4]
 HEAD_S, BODY_S, MAX_CONNECTIONS = 1.0, 1.5, 24
@@ -48,15 +49,7 @@ def edge(module_stub):
             "--tenancy-api-keys", tenancy, "--tenancy-salt-secret", "edge-limits-secret-1",
             ]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "ragtrim did not start"
-        time.sleep(0.1)
+    wait_serving(f"http://127.0.0.1:{port}", proc)
     warm = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", content=CHAT, headers=KEY)
     assert warm.status_code == 200  # first-request costs (lazy imports) out of the timings
     yield proc, port

@@ -14,6 +14,7 @@ import httpx
 
 from tests.support.asgi_upstreams import BigStream
 from tests.support.servers import free_port, serving
+from tests.support.waiting import wait_serving
 
 ROOT = Path(__file__).resolve().parents[4]
 EVENTS, SIZE = 200, 1 << 20  # a 200 MiB stream
@@ -32,15 +33,8 @@ def _start(backend_url: str) -> tuple[subprocess.Popen, int]:
             backend_url, "--compression-compressor", "identity",
             "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc, port
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.1)
+    wait_serving(f"http://127.0.0.1:{port}", proc)
+    return proc, port
 
 
 def _send_request(port: int) -> socket.socket:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support.servers import free_port
+from tests.support.waiting import wait_serving
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -37,15 +38,7 @@ def ragtrim(stub):
             "--log-level", "warning"]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "ragtrim did not start"
-        time.sleep(0.1)
+    wait_serving(url, proc)
     yield proc, port
     if proc.poll() is None:
         proc.kill()

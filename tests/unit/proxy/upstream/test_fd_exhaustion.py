@@ -19,6 +19,7 @@ import httpx
 
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import free_port, serving
+from tests.support.waiting import wait_serving
 
 LIMIT = 96  # open files for the ragtrim process
 ATTEMPTS = 3  # fresh processes tried until one is exhausted (the docstring of the test)
@@ -40,15 +41,12 @@ def _start(port: int, backend: str) -> subprocess.Popen:
             "--compression-prefill-metrics", "false", "--warmup-enabled", "false"]  # fmt: skip
     proc = subprocess.Popen(args, preexec_fn=_limit, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("ragtrim did not become ready")
+    try:
+        wait_serving(f"http://127.0.0.1:{port}", proc)
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc
 
 
 def _send(port: int, request: bytes) -> socket.socket:
