@@ -22,7 +22,10 @@ def _children(pid: int) -> set[int]:
     kids = {int(p) for p in out.split()}
     workers = set()
     for kid in kids:  # the spawn context also starts a resource tracker: skip it
-        cmd = Path(f"/proc/{kid}/cmdline").read_bytes()
+        try:
+            cmd = Path(f"/proc/{kid}/cmdline").read_bytes()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # it exited (the killed worker, reaped) between pgrep and the read
         if b"spawn_main" in cmd:
             workers.add(kid)
     return workers
