@@ -7,7 +7,8 @@ reached at a handful of requests in flight (bench.prefix_routing's one-applicati
 regime: all 144 requests on one replica, max/mean load 2.0). What a request waits
 for on a replica is its queue plus the prefill of what that replica does not hold:
 
-    cost(ep) = queue_tokens × in_flight(ep) + missing(ep) × (1 + evicting(ep))
+    cost(ep) = queue_tokens × in_flight(ep) + missing(ep) × 2      ep evicting
+    cost(ep) = queue_tokens × in_flight(ep) + priced(ep)           ep with room
 
 - `missing`: the request's tokens minus those whose blocks ep holds (leading blocks ×
   block size, the kv_cache scorer's, in the ranking's `Cycle`). Blocks every replica holds (a
@@ -18,10 +19,17 @@ for on a replica is its queue plus the prefill of what that replica does not hol
   on the same engine). `in_flight` is this ragtrim's, a local signal that needs no
   coordination, as the `load` scorer's. So a replica far more loaded loses even with
   more blocks, and new conversations (equal `missing`) spread by load.
-- `evicting`: 1 for a candidate without room (an eviction, BlockRemoved, within
+- `evicting`: a candidate without room (an eviction, BlockRemoved, within
   ROOM_WINDOW_S): the blocks it stores for this request evict others', whose next
   request prefills them again, about as many tokens. That keeps a held prefix home
   under cache pressure unless its replica is well ahead in load.
+- `priced`: on a candidate with room, the missing tokens with each block shared by n
+  requests (its chain's fan-out, proxy/routing/kv/reuse.py) at 1/n: stored there once,
+  it serves the prefix's later requests without evicting anything. A system prompt
+  that 30 conversations share costs an idle replica 1/30 of its prefill, so new
+  conversations spread over the fleet; a conversation's own history (fan-out 1) costs
+  its full prefill, so the next turn stays where its history is unless that replica
+  is well ahead in load. Unpriced (no chain seen), `priced` is `missing`.
 
 Equal costs keep the scorers' order (the kv_cache score's rendezvous tie term spreads
 equal new conversations over replicas), then URL. The order is the failover order. A
@@ -42,11 +50,12 @@ from proxy.routing.kv.picker import Held
 from proxy.routing.router import Cycle
 
 
-def expected_cost(ep: Endpoint, held: Held, queue_tokens: int) -> int:
-    """Prefill-token equivalents until this request's first token on `ep`."""
+def expected_cost(ep: Endpoint, held: Held, queue_tokens: int) -> float:
+    """Prefill-token equivalents until this request's first token on `ep`, a shared
+    prefix's copy onto a replica with room amortized over the requests sharing it."""
     missing = max(0, held.total - held.tokens.get(ep, 0))
-    evicting = ep not in held.roomy
-    return queue_tokens * max(ep.in_flight, 0) + missing * (2 if evicting else 1)
+    prefill = min(missing, held.priced.get(ep, missing)) if ep in held.roomy else missing * 2
+    return queue_tokens * max(ep.in_flight, 0) + prefill
 
 
 class KvCostPicker:

@@ -46,12 +46,14 @@ ROOM_WINDOW_S = 60.0
 @dataclass(frozen=True)
 class Held:
     """One request's leading-block share per in-sync candidate, those with room, the
-    tokens each holds of it (leading blocks × block size) and its length in tokens."""
+    tokens each holds of it (leading blocks × block size), its length in tokens, and
+    the tokens each lacks priced by their reuse (proxy/routing/kv/reuse.py)."""
 
     shares: dict[Endpoint, float]
     roomy: frozenset[Endpoint] = frozenset()
     tokens: dict[Endpoint, int] = field(default_factory=dict)
     total: int = 0
+    priced: dict[Endpoint, float] = field(default_factory=dict)
 
 
 def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> float | None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
@@ -53,9 +54,20 @@ from proxy.routing.kv.chain import block_hash, chain, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import ROOM_WINDOW_S, Held
+from proxy.routing.kv.reuse import Reuse, priced_suffixes
 from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
+
+
+class Share(NamedTuple):
+    """One in-sync candidate's hold on the request: the leading-block share, the
+    request's hashes at the candidate's block size, the tokens held, the block size."""
+
+    share: float
+    hashes: list[int]
+    tokens: int
+    size: int
 
 
 class KvCacheScorer:
@@ -67,6 +79,7 @@ class KvCacheScorer:
         """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
         self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.affinity = PrefixAffinity()
+        self.reuse = Reuse()
         self.on_fallback = on_fallback or (lambda reason: None)
 
     async def prepare(self, ctx: RequestContext) -> None:
@@ -87,8 +100,7 @@ class KvCacheScorer:
         return self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
 
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
-        """(leading-block share, the request's hashes, tokens held) per in-sync endpoint
-        (None: no token ids); the others are left out."""
+        """A Share per in-sync endpoint (None: no token ids); the others are left out."""
         if ctx.token_ids is None:
             ctx.token_ids = self._ids(ctx) or []
         ids = ctx.token_ids
@@ -97,30 +109,50 @@ class KvCacheScorer:
         salt = ctx.body.get("cache_salt")
         extras = request_extras(salt if isinstance(salt, str) else None)
         by_size: dict[int, list[int]] = {}
-        out: dict[Endpoint, tuple[float, list[int], int]] = {}
+        out: dict[Endpoint, Share] = {}
         with self.index.lock:  # the subscribers' threads apply batches whole
-            for ep in endpoints:
-                state = self.index.backend(ep.url)
+            states = {ep: self.index.backend(ep.url) for ep in endpoints}
+            fleet_size = next((st.block_size for st in states.values() if st and st.block_size), 16)
+            for ep, state in states.items():
                 if state is None or not state.synced:
                     continue
-                size = state.block_size or 16
+                size = state.block_size or fleet_size  # one that stored nothing yet: the fleet's
                 hashes = by_size.get(size)
                 if hashes is None:
                     hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
                 leading = state.leading(hashes)
-                out[ep] = (leading / len(hashes), hashes, min(len(ids), leading * size))
+                out[ep] = Share(leading / len(hashes), hashes, min(len(ids), leading * size), size)
         return out
 
-    def _stake(self, ctx: RequestContext, shares: dict | None) -> Held | None:
-        """What the picker reads: shares, tokens held, candidates with room."""
-        held = {ep: share for ep, (share, _, _) in (shares or {}).items()}
+    def _stake(self, ctx: RequestContext, shares: dict[Endpoint, Share] | None) -> Held | None:
+        """What the picker reads: shares, tokens held, candidates with room, the
+        missing tokens priced by reuse."""
+        held = {ep: s.share for ep, s in (shares or {}).items()}
         if not held or max(held.values()) <= 0:
             return None
         roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
-        tokens = {ep: n for ep, (_, _, n) in shares.items()}
-        return Held(
-            held, frozenset(ep for ep in held if ep.url in roomy), tokens, len(ctx.token_ids or ())
-        )
+        tokens = {ep: s.tokens for ep, s in shares.items()}
+        total = len(ctx.token_ids or ())
+        return Held(held, frozenset(ep for ep in held if ep.url in roomy), tokens, total,
+                    self._priced(shares, total))  # fmt: skip
+
+    def _priced(self, shares: dict[Endpoint, Share], total: int) -> dict[Endpoint, float]:
+        """Each candidate's missing tokens, a block shared by n requests at 1/n
+        (proxy/routing/kv/reuse.py); a trailing partial block at full price."""
+        suffixes: dict[int, list[float]] = {}
+        out = {}
+        for ep, s in shares.items():
+            suffix = suffixes.get(s.size)
+            if suffix is None:
+                suffix = suffixes[s.size] = priced_suffixes(self.reuse.reuse(s.hashes), s.size)
+            leading = round(s.share * len(s.hashes))
+            missing = total - s.tokens
+            out[ep] = min(missing, suffix[leading] + max(0, total - len(s.hashes) * s.size))
+        return out
+
+    def _learn(self, shares: dict[Endpoint, Share] | None) -> None:
+        for s in {s.size: s for s in (shares or {}).values()}.values():
+            self.reuse.learn(s.hashes)
 
     def score(
         self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
@@ -128,15 +160,16 @@ class KvCacheScorer:
         shares = self.shares(ctx, endpoints)
         if cycle is not None:  # for the kv pickers
             cycle.held = self._stake(ctx, shares)
+        self._learn(shares)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)
-        if shares and max(share for share, _, _ in shares.values()) == 0:
+        if shares and max(s.share for s in shares.values()) == 0:
             self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
             return self.affinity.score(ctx, endpoints)
         scores = {ep: (1 - TIE_WEIGHT) * share
                   + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
-                  for ep, (share, hashes, _) in shares.items()}  # fmt: skip
+                  for ep, (share, hashes, _, _) in shares.items()}  # fmt: skip
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:

@@ -99,11 +99,40 @@ def test_the_system_prompt_gets_a_second_home_where_it_evicts_nobody():
     assert first(index_of({a: SYSTEM, b: []}), history(1, 10), [a, b]) is a
 
 
+def test_a_widely_shared_system_prompt_is_copied_to_an_idle_replica_with_room():
+    """The system prompt held only on a (busier): b has room, and once conversations
+    branch after the prompt, copying it costs b a share of its prefill. A
+    conversation's own history (nobody else's) is not copied for the same load."""
+    a, b = fleet(2, 0)
+    system = SYSTEM * 6  # six blocks: copying them at full price costs more than a's queue
+    scorer = KvCacheScorer(index_of({a: system, b: []}, evicting=False), Ids([]),
+                           thread_bytes=0)  # fmt: skip
+    picker = KvCostPicker(queue_tokens=QUEUE, fallback=BoundedLoad(epsilon=0.25, min_in_flight=8))
+    router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker)
+
+    def first_for(ids: list[int]) -> Endpoint:
+        scorer.tokens = Ids(ids)
+        return router.rank(ctx(), [a, b])[0]
+
+    assert first_for(system + [2000] * 4) is a  # nobody shares it yet: a's queue is cheaper
+    for conv in range(5):
+        first_for(system + [2001 + conv] * 4)
+    assert first_for(system + [3000] * 4) is b  # six conversations share it: worth a copy
+    turns = [system + sum(([4000 + k] * 4 for k in range(n)), []) for n in range(1, 6)]
+    for ids in turns[:-1]:
+        first_for(ids)  # one conversation, each turn extending the last
+    scorer.index = index_of({a: turns[-2], b: system}, evicting=False)
+    assert first_for(turns[-1]) is a  # its history is its own: full price on b
+
+
 def test_expected_cost_counts_queue_and_missing_tokens():
     a, b = fleet(2, 0)
     held = Held({a: 0.5, b: 0.0}, frozenset({b}), {a: 20}, 40)
     assert expected_cost(a, held, 10) == 2 * 10 + 20 * 2  # a evicts: twice its misses
     assert expected_cost(b, held, 10) == 40
+    priced = Held({a: 0.5, b: 0.0}, frozenset({a, b}), {a: 20}, 40, {a: 20.0, b: 12.5})
+    assert expected_cost(b, priced, 10) == 12.5  # b has room: a shared prefix amortized
+    assert expected_cost(a, priced, 10) == 2 * 10 + 20
 
 
 def test_no_token_ids_fall_back_to_bounded_load():

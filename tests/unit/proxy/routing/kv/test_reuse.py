@@ -1,0 +1,52 @@
+"""A prefix's reuse is the fan-out below it: requests that diverge after a shared
+system prompt make it cheap to copy; a conversation's history stays at full price."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.routing.kv.reuse import MAX_FANOUT, Reuse, priced_suffixes
+
+SYSTEM = [1, 2, 3]  # three blocks' hashes every conversation starts with
+
+
+def turn(conv: int, n: int) -> list[int]:
+    """Conversation `conv`'s n-th turn: the system prompt, then its own history."""
+    return SYSTEM + [conv * 100 + i for i in range(n)]
+
+
+def test_an_unseen_chain_has_reuse_one_everywhere():
+    assert Reuse().reuse(turn(1, 2)) == [1] * 5
+
+
+def test_conversations_diverging_after_the_system_prompt_share_it():
+    reuse = Reuse()
+    for conv in range(1, 6):
+        reuse.learn(turn(conv, 1))
+    assert reuse.reuse(turn(6, 1)) == [5, 5, 5, 1]  # a new conversation's first turn
+
+
+def test_a_conversation_s_own_history_keeps_reuse_one():
+    reuse = Reuse()
+    for n in range(1, 6):  # one conversation, five turns, each extending the last
+        reuse.learn(turn(1, n))
+    assert reuse.reuse(turn(1, 6)) == [1] * 9
+    reuse.learn(turn(2, 1))  # a second conversation branches after the system prompt
+    assert reuse.reuse(turn(1, 6)) == [2, 2, 2, 1, 1, 1, 1, 1, 1]
+
+
+def test_fanout_is_capped_and_the_oldest_blocks_are_forgotten():
+    reuse = Reuse(max_blocks=50)
+    for conv in range(1, 2 * MAX_FANOUT):
+        reuse.learn(turn(conv, 1))
+    assert len(reuse.children) <= 50
+    wide = Reuse()
+    for conv in range(1, 2 * MAX_FANOUT):
+        wide.learn(turn(conv, 1))
+    assert wide.fanout(SYSTEM[-1]) == MAX_FANOUT
+    with pytest.raises(ValueError):
+        Reuse(max_blocks=0)
+
+
+def test_priced_suffixes_charge_a_shared_block_a_share_of_its_prefill():
+    assert priced_suffixes([4, 4, 1], 16) == [24.0, 20.0, 16.0, 0.0]
