@@ -137,18 +137,32 @@ class KvCacheScorer:
                     self._priced(shares, total))  # fmt: skip
 
     def _priced(self, shares: dict[Endpoint, Share], total: int) -> dict[Endpoint, float]:
-        """Each candidate's missing tokens, a block shared by n requests at 1/n
+        """Each candidate's missing tokens, a block worth a second home at 1/its reuse
         (proxy/routing/kv/reuse.py); a trailing partial block at full price."""
         suffixes: dict[int, list[float]] = {}
         out = {}
         for ep, s in shares.items():
             suffix = suffixes.get(s.size)
             if suffix is None:
-                suffix = suffixes[s.size] = priced_suffixes(self.reuse.reuse(s.hashes), s.size)
+                suffix = suffixes[s.size] = self._suffix(s.size, shares)
             leading = round(s.share * len(s.hashes))
-            missing = total - s.tokens
-            out[ep] = min(missing, suffix[leading] + max(0, total - len(s.hashes) * s.size))
+            out[ep] = min(total - s.tokens,
+                          suffix[leading] + max(0, total - len(s.hashes) * s.size))  # fmt: skip
         return out
+
+    def _suffix(self, size: int, shares: dict[Endpoint, Share]) -> list[float]:
+        """priced_suffixes over the chain at `size`: a block is worth a second home while
+        its traffic share × candidates exceeds the candidates holding it."""
+        same = [s for s in shares.values() if s.size == size]
+        hashes = same[0].hashes
+        holders = [0] * (len(hashes) + 1)  # holders[i]: candidates holding block i
+        for s in same:
+            holders[round(s.share * len(hashes))] += 1
+        for i in range(len(hashes) - 1, -1, -1):
+            holders[i] += holders[i + 1]
+        worth = [self.reuse.traffic(h) * len(shares) > holders[i + 1]
+                 for i, h in enumerate(hashes)]  # fmt: skip
+        return priced_suffixes(self.reuse.reuse(hashes), worth, size)
 
     def _learn(self, shares: dict[Endpoint, Share] | None) -> None:
         for s in {s.size: s for s in (shares or {}).values()}.values():

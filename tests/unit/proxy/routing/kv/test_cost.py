@@ -125,6 +125,22 @@ def test_a_widely_shared_system_prompt_is_copied_to_an_idle_replica_with_room():
     assert first_for(turns[-1]) is a  # its history is its own: full price on b
 
 
+def test_a_tenant_context_carrying_a_small_share_of_traffic_keeps_one_home():
+    """Many questions branch after tenant 1's context, but it carries a fifth of the
+    requests and a, holding it, is more than its share of the fleet: no copy."""
+    a, b = fleet(2, 0)
+    context = [11] * 24
+    scorer = KvCacheScorer(index_of({a: context, b: []}, evicting=False), Ids([]),
+                           thread_bytes=0)  # fmt: skip
+    picker = KvCostPicker(queue_tokens=QUEUE, fallback=BoundedLoad(epsilon=0.25, min_in_flight=8))
+    router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker)
+    for q in range(30):
+        scorer.tokens = Ids((context if q % 5 == 0 else [12 + q] * 24) + [2000 + q] * 4)
+        router.rank(ctx(), [a, b])
+    scorer.tokens = Ids(context + [3000] * 4)
+    assert router.rank(ctx(), [a, b])[0] is a
+
+
 def test_expected_cost_counts_queue_and_missing_tokens():
     a, b = fleet(2, 0)
     held = Held({a: 0.5, b: 0.0}, frozenset({b}), {a: 20}, 40)

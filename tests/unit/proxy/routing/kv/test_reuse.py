@@ -39,7 +39,7 @@ def test_fanout_is_capped_and_the_oldest_blocks_are_forgotten():
     reuse = Reuse(max_blocks=50)
     for conv in range(1, 2 * MAX_FANOUT):
         reuse.learn(turn(conv, 1))
-    assert len(reuse.children) <= 50
+    assert len(reuse.blocks) <= 50
     wide = Reuse()
     for conv in range(1, 2 * MAX_FANOUT):
         wide.learn(turn(conv, 1))
@@ -48,5 +48,17 @@ def test_fanout_is_capped_and_the_oldest_blocks_are_forgotten():
         Reuse(max_blocks=0)
 
 
-def test_priced_suffixes_charge_a_shared_block_a_share_of_its_prefill():
-    assert priced_suffixes([4, 4, 1], 16) == [24.0, 20.0, 16.0, 0.0]
+def test_traffic_is_the_share_of_requests_since_a_block_was_first_seen():
+    reuse = Reuse()
+    reuse.learn([9])  # before the system prompt was first seen: not counted against it
+    for conv in range(1, 4):
+        reuse.learn(turn(conv, 1))
+        reuse.learn([50 + conv])  # another tenant's request
+    assert reuse.traffic(SYSTEM[0]) == 3 / 6
+    assert reuse.traffic(100) == 1 / 6 and reuse.traffic(200) == 1 / 4
+    assert reuse.traffic(12345) == 0.0
+
+
+def test_priced_suffixes_charge_a_shared_block_a_share_of_its_prefill_where_worth_it():
+    assert priced_suffixes([4, 4, 1], [True] * 3, 16) == [24.0, 20.0, 16.0, 0.0]
+    assert priced_suffixes([4, 4, 1], [False, True, True], 16) == [36.0, 20.0, 16.0, 0.0]
