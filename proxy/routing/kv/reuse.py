@@ -23,14 +23,23 @@ A second home pays only while the prefix's traffic is more than its holders' fai
 share: one application's system prompt carries every request and 3 of 8 replicas hold
 it, so a copy spreads the load; one of 40 tenants' contexts carries 1/40 of the
 requests and one replica holding it is already more than enough (copying 6k-token
-contexts on every short queue cut the simulated shared-context fleet's hit ratio from
-0.995 to 0.949 and raised its p90 TTFT by half). So a block i is priced
+contexts on every short queue cut the simulated shared-context fleet's hit ratio to
+0.949 from 0.995, p90 TTFT 46.4 ms against 36.1, 8 replicas). So a block i is priced
 
     block_size / reuse(i)    where traffic(i) × candidates > holders(i)
     block_size               elsewhere
 
 `traffic(i)`, the share of the requests routed since block i was first seen that
 went through it, is counted here too.
+
+Only every STRIDE-th block of a chain is tracked (each chain hash commits to all the
+tokens before it, so the sampled hashes are a chain too): a segment of STRIDE blocks
+gets its last block's reuse, and the blocks after the last whole segment are priced
+in full. A branch is seen once requests run a whole segment past it (one
+application's turns of ~400 tokens do; a 30-token question after a tenant's context
+does not, and is not worth a copy either). Tracking every block added 0.67 ms to the
+kv_cache score of a 6k-token request against 16 replicas (0.97 ms without it);
+every 8th adds 0.16 ms.
 
 Fan-outs are counted up to MAX_FANOUT (a prefix shared that widely is priced at
 1/MAX_FANOUT of its prefill) and kept for the `max_blocks` most recently routed
@@ -44,6 +53,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 MAX_FANOUT = 32
+STRIDE = 8  # blocks a segment: 128 tokens at vLLM's default block size
+
+
+def sampled(hashes: Sequence[int]) -> Sequence[int]:
+    """The last block hash of each whole segment."""
+    return hashes[STRIDE - 1 :: STRIDE]
 
 
 class Reuse:
@@ -104,10 +119,21 @@ def _add_child(entry: list, child: int) -> None:
         entry[0] = {kids, child}
 
 
-def priced_suffixes(reuse: Sequence[int], worth: Sequence[bool], block_size: int) -> list[float]:
-    """suffix[i]: the prefill tokens of blocks i.., each block whose second home is
-    `worth` it priced by its reuse (suffix[len] = 0)."""
-    out = [0.0] * (len(reuse) + 1)
-    for i in range(len(reuse) - 1, -1, -1):
-        out[i] = out[i + 1] + (block_size / reuse[i] if worth[i] else block_size)
-    return out
+class Prices:
+    """One request's chain priced for the candidates that lack part of it: a block of
+    segment j at `units[j]` tokens, a block after the last whole segment in full."""
+
+    def __init__(self, units: Sequence[float], blocks: int, block_size: int):
+        self.units, self.blocks, self.size = units, blocks, block_size
+        self.suffix = [0.0] * (len(units) + 1)  # suffix[j]: segments j.. and the tail
+        self.suffix[-1] = (blocks - len(units) * STRIDE) * block_size
+        for j in range(len(units) - 1, -1, -1):
+            self.suffix[j] = self.suffix[j + 1] + units[j] * STRIDE
+
+    def missing(self, leading: int) -> float:
+        """The prefill tokens of the blocks from `leading` (those held) on."""
+        j = -(-leading // STRIDE)  # the first segment with none of its blocks held
+        if j > len(self.units):
+            return max(0, self.blocks - leading) * self.size
+        started = (j * STRIDE - leading) * self.units[j - 1] if leading % STRIDE else 0.0
+        return self.suffix[j] + started

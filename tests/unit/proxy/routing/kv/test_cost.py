@@ -99,28 +99,31 @@ def test_the_system_prompt_gets_a_second_home_where_it_evicts_nobody():
     assert first(index_of({a: SYSTEM, b: []}), history(1, 10), [a, b]) is a
 
 
+def _cost_router(index: KvIndex) -> tuple[KvCacheScorer, Router]:
+    scorer = KvCacheScorer(index, Ids([]), thread_bytes=0)
+    picker = KvCostPicker(queue_tokens=QUEUE, fallback=BoundedLoad(epsilon=0.25, min_in_flight=8))
+    return scorer, Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker)
+
+
 def test_a_widely_shared_system_prompt_is_copied_to_an_idle_replica_with_room():
     """The system prompt held only on a (busier): b has room, and once conversations
     branch after the prompt, copying it costs b a share of its prefill. A
     conversation's own history (nobody else's) is not copied for the same load."""
-    a, b = fleet(2, 0)
-    system = SYSTEM * 6  # six blocks: copying them at full price costs more than a's queue
-    scorer = KvCacheScorer(index_of({a: system, b: []}, evicting=False), Ids([]),
-                           thread_bytes=0)  # fmt: skip
-    picker = KvCostPicker(queue_tokens=QUEUE, fallback=BoundedLoad(epsilon=0.25, min_in_flight=8))
-    router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker)
+    a, b = fleet(4, 0)
+    system = SYSTEM * 16  # 16 blocks, two segments: a full copy costs more than a's queue
+    scorer, router = _cost_router(index_of({a: system, b: []}, evicting=False))
 
     def first_for(ids: list[int]) -> Endpoint:
         scorer.tokens = Ids(ids)
         return router.rank(ctx(), [a, b])[0]
 
-    assert first_for(system + [2000] * 4) is a  # nobody shares it yet: a's queue is cheaper
-    for conv in range(5):
-        first_for(system + [2001 + conv] * 4)
-    assert first_for(system + [3000] * 4) is b  # six conversations share it: worth a copy
-    turns = [system + sum(([4000 + k] * 4 for k in range(n)), []) for n in range(1, 6)]
+    assert first_for(system + [2000] * 32) is a  # nobody shares it yet: a's queue is cheaper
+    for conv in range(5):  # each a segment (8 blocks) past the branch: it is seen
+        first_for(system + [2001 + conv] * 32)
+    assert first_for(system + [3000] * 32) is b  # six conversations share it: worth a copy
+    turns = [system + sum(([4000 + k] * 32 for k in range(n)), []) for n in range(1, 6)]
     for ids in turns[:-1]:
-        first_for(ids)  # one conversation, each turn extending the last
+        first_for(ids)  # one conversation, each turn extending the last by 8 blocks
     scorer.index = index_of({a: turns[-2], b: system}, evicting=False)
     assert first_for(turns[-1]) is a  # its history is its own: full price on b
 
@@ -128,16 +131,13 @@ def test_a_widely_shared_system_prompt_is_copied_to_an_idle_replica_with_room():
 def test_a_tenant_context_carrying_a_small_share_of_traffic_keeps_one_home():
     """Many questions branch after tenant 1's context, but it carries a fifth of the
     requests and a, holding it, is more than its share of the fleet: no copy."""
-    a, b = fleet(2, 0)
-    context = [11] * 24
-    scorer = KvCacheScorer(index_of({a: context, b: []}, evicting=False), Ids([]),
-                           thread_bytes=0)  # fmt: skip
-    picker = KvCostPicker(queue_tokens=QUEUE, fallback=BoundedLoad(epsilon=0.25, min_in_flight=8))
-    router = Router([Weighted(scorer, 1.0), Weighted(LeastLoaded(), 0.3)], picker)
+    a, b = fleet(3, 0)
+    context = [11] * 64
+    scorer, router = _cost_router(index_of({a: context, b: []}, evicting=False))
     for q in range(30):
-        scorer.tokens = Ids((context if q % 5 == 0 else [12 + q] * 24) + [2000 + q] * 4)
+        scorer.tokens = Ids((context if q % 5 == 0 else [12 + q] * 64) + [2000 + q] * 32)
         router.rank(ctx(), [a, b])
-    scorer.tokens = Ids(context + [3000] * 4)
+    scorer.tokens = Ids(context + [3000] * 32)
     assert router.rank(ctx(), [a, b])[0] is a
 
 

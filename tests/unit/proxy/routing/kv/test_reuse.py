@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.routing.kv.reuse import MAX_FANOUT, Reuse, priced_suffixes
+from proxy.routing.kv.reuse import MAX_FANOUT, STRIDE, Prices, Reuse, sampled
 
 SYSTEM = [1, 2, 3]  # three blocks' hashes every conversation starts with
 
@@ -59,6 +59,17 @@ def test_traffic_is_the_share_of_requests_since_a_block_was_first_seen():
     assert reuse.traffic(12345) == 0.0
 
 
-def test_priced_suffixes_charge_a_shared_block_a_share_of_its_prefill_where_worth_it():
-    assert priced_suffixes([4, 4, 1], [True] * 3, 16) == [24.0, 20.0, 16.0, 0.0]
-    assert priced_suffixes([4, 4, 1], [False, True, True], 16) == [36.0, 20.0, 16.0, 0.0]
+def test_prices_charge_a_segment_s_blocks_its_unit_and_the_tail_in_full():
+    prices = Prices([4.0, 16.0], blocks=2 * STRIDE + 3, block_size=16)  # 2 segments, 3 more
+    tail = 3 * 16
+    assert prices.missing(0) == 4 * STRIDE + 16 * STRIDE + tail
+    assert prices.missing(STRIDE) == 16 * STRIDE + tail
+    assert prices.missing(STRIDE - 2) == 2 * 4 + 16 * STRIDE + tail  # a segment begun
+    assert prices.missing(2 * STRIDE + 1) == 2 * 16
+    assert prices.missing(2 * STRIDE + 3) == 0
+    assert Prices([], blocks=5, block_size=16).missing(2) == 3 * 16
+
+
+def test_the_sampled_chain_is_each_whole_segment_s_last_block():
+    chain = list(range(2 * STRIDE + 3))
+    assert list(sampled(chain)) == [STRIDE - 1, 2 * STRIDE - 1]
