@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 
 from bench.lib import fleet_scale
 from bench.lib.common import RESULTS, write_result
-from bench.lib.fleet_report import ratios, summarize, top_level
+from bench.lib.fleet_report import host_bound, ratios, summarize, top_level
 from bench.lib.fleet_run import (
     TOKENIZER,
     bare_subscriber,
@@ -123,6 +123,7 @@ def run_mode(mode: str, size: int, work: tuple, regime: Regime, seed: int) -> di
                 extra["compression"] = compress_figures(url)
         out = summarize(records, replica_counts(replicas), regime.warmup)
         out |= engine_figures(replicas) | extra
+        out["host_bound"] = host_bound(out)
     if kv is not None:
         out["event_lag_p50_ms"] = kv["event_lag_p50_ms"]
         out["event_lag_p99_ms"] = kv["event_lag_p99_ms"]
@@ -207,6 +208,9 @@ def main(argv: list[str] | None = None) -> dict:
                **{k: scale[k] for k in ("kv_index_bytes_per_block", "kv_lookup_us_per_request_p50",
                                         "kv_consumer_cpu_ms_per_1k_events")}}  # fmt: skip
     write_result("fleet", result)
+    if result.get("host_bound_keys"):
+        print("host-bound runs (the cores, not the routing, set them):",
+              ", ".join(result["host_bound_keys"]), flush=True)  # fmt: skip
     print(" ".join(f"{k} {result[k]}" for k in (
         "kv_vs_rendezvous_ttft_p90", "kv_vs_roundrobin_output_tps", "kv_vs_rendezvous_ttft_p50",
         "kv_vs_roundrobin_ttft_p50", "kv_max_mean_load", "kv_compress_vs_kv_ttft_p50",

@@ -58,12 +58,26 @@ def summarize(records: list[dict], counts: list[int], warmup: float) -> dict:
     }  # fmt: skip
 
 
+def host_bound(run: dict) -> bool:
+    """The client waited far longer than the replicas took to answer (TTFT p50 over
+    twice the replicas' own mean TTFT plus 50 ms): the 2 cores, not the routing, set
+    this run's figures (16 simulated replicas, ragtrim and the client share them)."""
+    engine = run.get("engine_ttft_mean_ms")
+    return engine is not None and run["ttft_p50_ms"] > 2 * engine + 50
+
+
 def ratios(regime: str, by_mode: dict) -> dict:
-    """The regime's keys that this size's modes allow."""
-    out = {}
+    """The regime's keys that this size's modes allow; `host_bound_keys` names those
+    taken from a host-bound run."""
+    out: dict = {}
+    flagged = []
     for mode, other, figure, key in RATIOS.get(regime, ()):
         if mode in by_mode and other in by_mode and by_mode[other][figure]:
             out[key] = round(by_mode[mode][figure] / by_mode[other][figure], 4)
+            if by_mode[mode].get("host_bound") or by_mode[other].get("host_bound"):
+                flagged.append(key)
+    if flagged:
+        out["host_bound_keys"] = flagged
     for mode, figure, key in FIGURES.get(regime, ()):
         if mode in by_mode:
             out[key] = by_mode[mode][figure]
@@ -85,6 +99,7 @@ def top_level(regimes: dict) -> dict:
         size = want if want in sizes else max(sizes, key=int)
         out["ratios_at_replicas"][name] = int(size)
         out |= {k: sizes[size][k] for k in keys_of(name) if k in sizes[size]}
+        out.setdefault("host_bound_keys", []).extend(sizes[size].get("host_bound_keys", []))
         for s in sizes.values():
             for mode, run in s["modes"].items():
                 if mode.startswith("kv") and run.get("event_lag_p99_ms") is not None:

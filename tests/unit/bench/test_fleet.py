@@ -1,7 +1,7 @@
 """bench.fleet's regimes: every default run can give its regime's keys."""
 
 from bench.fleet import REGIMES, parse_args, regimes_of
-from bench.lib.fleet_report import FIGURES, RATIO_SIZE, RATIOS
+from bench.lib.fleet_report import FIGURES, RATIO_SIZE, RATIOS, host_bound, ratios, top_level
 from bench.lib.fleet_run import MODES
 
 
@@ -22,3 +22,17 @@ def test_the_command_line_overrides_only_what_it_gives():
     assert got["rag"].duration == 3.0 and got["rag"].modes == "kv"
     assert got["rag"].preset == REGIMES["rag"].preset
     assert got["one_application"].cache_blocks == REGIMES["one_application"].cache_blocks
+
+
+def test_a_ratio_from_a_host_bound_run_is_named():
+    fine = {"ttft_p50_ms": 28.3, "ttft_p90_ms": 37.9, "engine_ttft_mean_ms": 71.1}
+    stalled = {"ttft_p50_ms": 2622.0, "ttft_p90_ms": 7413.6, "engine_ttft_mean_ms": 134.8}
+    queued = {"ttft_p50_ms": 12805.9, "ttft_p90_ms": 20788.9, "engine_ttft_mean_ms": 10593.6}
+    assert [host_bound(r) for r in (fine, stalled, queued)] == [False, True, False]
+    by_mode = {m: {**r, "output_tps": 1.0, "host_bound": host_bound(r)}
+               for m, r in (("kv", fine), ("rendezvous", stalled), ("random", queued),
+                            ("roundrobin", queued))}  # fmt: skip
+    out = ratios("shared_context", by_mode)
+    assert out["host_bound_keys"] == ["kv_vs_rendezvous_ttft_p90"]
+    regimes = {"shared_context": {"sizes": {"16": {"modes": {}, **out}}}}
+    assert top_level(regimes)["host_bound_keys"] == ["kv_vs_rendezvous_ttft_p90"]
