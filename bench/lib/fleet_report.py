@@ -21,15 +21,18 @@ RATIOS = {
                        ("kv", "roundrobin", "output_tps", "kv_vs_roundrobin_output_tps")),
     "one_application": (("kv", "rendezvous", "ttft_p50_ms", "kv_vs_rendezvous_ttft_p50"),
                         ("kv", "roundrobin", "ttft_p50_ms", "kv_vs_roundrobin_ttft_p50")),
+    "one_application_light": (("kv", "rendezvous", "ttft_p50_ms",
+                               "light_kv_vs_rendezvous_ttft_p50"),),
     "rag": (("kv_compress", "kv", "ttft_p50_ms", "kv_compress_vs_kv_ttft_p50"),),
 }  # fmt: skip
 # regime: (mode, figure, key): one mode's own figure, stated as is
 FIGURES = {
     "one_application": (("kv", "max_mean_load", "kv_max_mean_load"),),
+    "one_application_light": (("kv", "max_mean_load", "light_kv_max_mean_load"),),
     "rag": (("kv_compress", "errors", "kv_compress_errors"),),
 }
 # the size whose ratios are the top-level keys (the issue's: 16 replicas for llm-d's)
-RATIO_SIZE = {"shared_context": 16, "one_application": 8, "rag": 8}
+RATIO_SIZE = {"shared_context": 16, "one_application": 8, "one_application_light": 8, "rag": 8}
 
 
 def summarize(records: list[dict], counts: list[int], warmup: float) -> dict:
