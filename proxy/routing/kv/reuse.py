@@ -137,3 +137,20 @@ class Prices:
             return max(0, self.blocks - leading) * self.size
         started = (j * STRIDE - leading) * self.units[j - 1] if leading % STRIDE else 0.0
         return self.suffix[j] + started
+
+
+def prices(reuse: Reuse, hashes: Sequence[int], leading: Sequence[int], block_size: int,
+           candidates: int) -> Prices:  # fmt: skip
+    """The chain `hashes` priced: a segment is worth a second home while its traffic
+    share × `candidates` exceeds the candidates holding it whole (`leading`: the
+    blocks each candidate at this block size holds)."""
+    marks = sampled(hashes)
+    holders = [0] * (len(marks) + 1)  # holders[j]: candidates holding j segments or more
+    for n in leading:
+        holders[min(len(marks), n // STRIDE)] += 1
+    for j in range(len(marks) - 1, -1, -1):
+        holders[j] += holders[j + 1]
+    shared = reuse.reuse(marks)
+    units = [block_size / shared[j] if reuse.traffic(h) * candidates > holders[j + 1]
+             else block_size for j, h in enumerate(marks)]  # fmt: skip
+    return Prices(units, len(hashes), block_size)

@@ -54,7 +54,7 @@ from proxy.routing.kv.chain import block_hash, chain, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import ROOM_WINDOW_S, Held
-from proxy.routing.kv.reuse import STRIDE, Prices, Reuse, sampled
+from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
 from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
@@ -139,29 +139,19 @@ class KvCacheScorer:
     def _priced(self, shares: dict[Endpoint, Share], total: int) -> dict[Endpoint, float]:
         """Each candidate's missing tokens, a block worth a second home at 1/its reuse
         (proxy/routing/kv/reuse.py); a trailing partial block at full price."""
-        prices: dict[int, Prices] = {}
+        by_size: dict[int, Prices] = {}
         out = {}
         for ep, s in shares.items():
-            if s.size not in prices:
-                prices[s.size] = self._prices(s.size, shares)
-            missing = prices[s.size].missing(round(s.share * len(s.hashes)))
+            if s.size not in by_size:
+                by_size[s.size] = self._prices(s.size, shares)
+            missing = by_size[s.size].missing(round(s.share * len(s.hashes)))
             out[ep] = min(total - s.tokens, missing + max(0, total - len(s.hashes) * s.size))
         return out
 
     def _prices(self, size: int, shares: dict[Endpoint, Share]) -> Prices:
-        """A segment is worth a second home while its traffic share × candidates
-        exceeds the candidates holding it whole."""
         same = [s for s in shares.values() if s.size == size]
-        marks = sampled(same[0].hashes)
-        holders = [0] * (len(marks) + 1)  # holders[j]: candidates holding j segments or more
-        for s in same:
-            holders[min(len(marks), round(s.share * len(s.hashes)) // STRIDE)] += 1
-        for j in range(len(marks) - 1, -1, -1):
-            holders[j] += holders[j + 1]
-        reuse, n = self.reuse.reuse(marks), len(shares)
-        units = [size / reuse[j] if self.reuse.traffic(h) * n > holders[j + 1] else size
-                 for j, h in enumerate(marks)]  # fmt: skip
-        return Prices(units, len(same[0].hashes), size)
+        leading = [round(s.share * len(s.hashes)) for s in same]
+        return prices(self.reuse, same[0].hashes, leading, size, len(shares))
 
     def _learn(self, shares: dict[Endpoint, Share] | None) -> None:
         for s in {s.size: s for s in (shares or {}).values()}.values():
