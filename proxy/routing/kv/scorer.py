@@ -62,12 +62,14 @@ TIE_WEIGHT = 0.002
 
 class Share(NamedTuple):
     """One in-sync candidate's hold on the request: the leading-block share, the
-    request's hashes at the candidate's block size, the tokens held, the block size."""
+    request's hashes at the candidate's block size, the tokens held, the block size and
+    the leading blocks held."""
 
     share: float
     hashes: list[int]
     tokens: int
     size: int
+    leading: int
 
 
 class KvCacheScorer:
@@ -121,7 +123,8 @@ class KvCacheScorer:
                 if hashes is None:
                     hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
                 leading = state.leading(hashes)
-                out[ep] = Share(leading / len(hashes), hashes, min(len(ids), leading * size), size)
+                held = min(len(ids), leading * size)
+                out[ep] = Share(leading / len(hashes), hashes, held, size, leading)
         return out
 
     def _stake(self, ctx: RequestContext, shares: dict[Endpoint, Share] | None) -> Held | None:
@@ -144,14 +147,13 @@ class KvCacheScorer:
         for ep, s in shares.items():
             if s.size not in by_size:
                 by_size[s.size] = self._prices(s.size, shares)
-            missing = by_size[s.size].missing(round(s.share * len(s.hashes)))
+            missing = by_size[s.size].missing(s.leading)
             out[ep] = min(total - s.tokens, missing + max(0, total - len(s.hashes) * s.size))
         return out
 
     def _prices(self, size: int, shares: dict[Endpoint, Share]) -> Prices:
         same = [s for s in shares.values() if s.size == size]
-        leading = [round(s.share * len(s.hashes)) for s in same]
-        return prices(self.reuse, same[0].hashes, leading, size, len(shares))
+        return prices(self.reuse, same[0].hashes, [s.leading for s in same], size, len(shares))
 
     def _learn(self, shares: dict[Endpoint, Share] | None) -> None:
         for s in {s.size: s for s in (shares or {}).values()}.values():
@@ -172,7 +174,7 @@ class KvCacheScorer:
             return self.affinity.score(ctx, endpoints)
         scores = {ep: (1 - TIE_WEIGHT) * share
                   + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
-                  for ep, (share, hashes, _, _) in shares.items()}  # fmt: skip
+                  for ep, (share, hashes, *_) in shares.items()}  # fmt: skip
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:
