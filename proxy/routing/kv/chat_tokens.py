@@ -15,13 +15,20 @@ this machine there are no ids, and the scorer falls back to affinity.
 Static prefix cache: the leading system/developer messages rendered alone are a
 prefix P of the whole text. P's ids are cached (LRU, `cache_entries`) and only the rest
 is encoded, when that is exact: the rest starts with a special token (special tokens
-are split off before BPE, so no merge crosses the cut). tests/integration/
-test_kv_events.py compares the result with vLLM's /tokenize for every framework
-template ragtrim recognises.
+are split off before BPE, so no merge crosses the cut). The cache is keyed by the
+static messages themselves (with the tools and template kwargs, which can render into
+P), so a hit renders P no more, and `pending_bytes` tells the scorer, before any
+rendering, how much text a request would really encode (a 6k-token tenant context
+already cached costs 0.2 ms: no reason for a thread hop). A hit is still checked
+against the whole text (a template that prints today's date renders another P
+tomorrow). The ids come back as prefix_chain.TokenIds, holding the StaticPrefix whose
+chain hashes the scorer reuses. tests/integration/test_kv_events.py compares the
+result with vLLM's /tokenize for every framework template ragtrim recognises.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -30,6 +37,7 @@ from typing import Any
 
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.token_counter import local_model_root
+from proxy.routing.kv.prefix_chain import StaticPrefix, TokenIds
 
 STATIC_ROLES = ("system", "developer")
 
@@ -56,7 +64,7 @@ class ChatTokenizer:
         self.tok = AutoTokenizer.from_pretrained(root)
         added = {t.content for t in self.tok.added_tokens_decoder.values()}
         self.specials = tuple(sorted(set(self.tok.all_special_tokens) | added))
-        self.cache: OrderedDict[str, list[int]] = OrderedDict()
+        self.cache: OrderedDict[tuple, StaticPrefix] = OrderedDict()
         self.cache_entries = cache_entries
         # The kv_cache scorer tokenizes in worker threads: a fast tokenizer's encode
         # mutably borrows its Rust state ("Already borrowed" when two threads encode),
@@ -71,33 +79,64 @@ class ChatTokenizer:
     def encode(self, text: str, special: bool = False) -> list[int]:
         return self.tok.encode(text, add_special_tokens=special)
 
-    def chat(self, body: dict[str, Any]) -> list[int]:
+    def chat(self, body: dict[str, Any]) -> TokenIds:
         with self.lock:
             return self._chat(body)
 
-    def _chat(self, body: dict[str, Any]) -> list[int]:
+    def _chat(self, body: dict[str, Any]) -> TokenIds:
         messages = vllm_messages(body.get("messages") or [])
         gen = bool(body.get("add_generation_prompt", True))
         text = self.render(messages, body, gen)
-        n = next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
-                 len(messages))  # fmt: skip
-        if n == 0 or n == len(messages):
-            return self.encode(text)
-        prefix = self.render(messages[:n], body, False)
-        rest = text[len(prefix) :]
-        if not text.startswith(prefix) or not rest.startswith(self.specials):
-            return self.encode(text)
-        return self._prefix_ids(prefix) + self.encode(rest)
+        n = _static_count(messages)
+        static = self._static(messages[:n], body, text) if 0 < n < len(messages) else None
+        if static is None:
+            return TokenIds(self.encode(text))
+        return TokenIds(static.ids + self.encode(text[len(static.text) :]), static)
 
-    def _prefix_ids(self, prefix: str) -> list[int]:
-        ids = self.cache.get(prefix)
-        if ids is None:
-            ids = self.cache[prefix] = self.encode(prefix)
-            if len(self.cache) > self.cache_entries:
-                self.cache.popitem(last=False)
-        else:
-            self.cache.move_to_end(prefix)
-        return ids
+    def _static(self, messages: list[dict], body: dict[str, Any], text: str) -> StaticPrefix | None:
+        """The cached prefix for these static messages, rendered and encoded on a miss;
+        None when the cut would not be exact."""
+        key = _static_key(messages, body)
+        static = self.cache.get(key) if key is not None else None
+        if static is None or not text.startswith(static.text):
+            prefix = self.render(messages, body, False)
+            if not text.startswith(prefix):
+                return None
+            static = StaticPrefix(prefix, self.encode(prefix))
+            if key is not None:
+                self.cache[key] = static
+                if len(self.cache) > self.cache_entries:
+                    self.cache.popitem(last=False)
+        elif key is not None:
+            self.cache.move_to_end(key)
+        return static if text[len(static.text) :].startswith(self.specials) else None
+
+    def pending_bytes(self, body: dict[str, Any]) -> int:
+        """About how many bytes of text `chat` would encode: all of the messages' text,
+        less the static messages' when their prefix is cached."""
+        messages = vllm_messages(body.get("messages") or [])
+        sizes = [len(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages]
+        n = _static_count(messages)
+        if 0 < n < len(messages) and _static_key(messages[:n], body) in self.cache:
+            return sum(sizes[n:])
+        return sum(sizes)
+
+
+def _static_count(messages: list[dict[str, Any]]) -> int:
+    return next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
+                len(messages))  # fmt: skip
+
+
+def _static_key(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple | None:
+    """What the static prefix renders from; None when a value is not hashable."""
+    extra = [body.get(k) for k in ("tools", "chat_template_kwargs")]
+    try:
+        key = (tuple(tuple(sorted(m.items())) for m in messages),
+               json.dumps(extra, sort_keys=True) if any(extra) else "")  # fmt: skip
+        hash(key)  # a list among a message's values: no key
+        return key
+    except (TypeError, ValueError):
+        return None
 
 
 class RequestTokens:
@@ -141,6 +180,16 @@ class RequestTokens:
                 except Exception:  # noqa: BLE001 - no transformers, no template: no ids
                     self._by_root[root] = None
         return self._by_root[root]
+
+    def pending_bytes(self, route: str, body: dict[str, Any], model: str | None) -> int:
+        """About how much text `ids` would encode (0 with no tokenizer loaded yet)."""
+        tok = self.tokenizer(model, wait=False)
+        if tok is None:
+            return 0
+        if route == "chat":
+            return tok.pending_bytes(body)
+        prompt = body.get("prompt")
+        return len(prompt) if isinstance(prompt, str) else 0
 
     def ids(self, route: str, body: dict[str, Any], model: str | None,
             wait: bool = True) -> list[int] | None:  # fmt: skip

@@ -31,10 +31,14 @@ the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
 The token ids are computed before ranking (`prepare`, awaited by Router.prepare):
-in a worker thread when the body has at least `thread_bytes` (kv_events.
-tokenize_thread_bytes), so a long conversation's template and BPE never hold the
+in a worker thread when at least `thread_bytes` (kv_events.tokenize_thread_bytes) of
+text would be encoded, so a long conversation's template and BPE never hold the
 event loop (and with it every stream relaying and every subscriber); inline below,
-where the thread hop costs about what the tokenizing does. A request ranked without
+where the thread hop costs about what the tokenizing does. A static prefix already
+cached (proxy/routing/kv/chat_tokens.py) does not count: a 6k-token tenant context
+costs 0.2 ms then, and under load a thread hop waits for the GIL behind the loop
+(up to its 5 ms switch interval). Its chain hashes are cached with it
+(proxy/routing/kv/prefix_chain.py), so only the blocks after it are hashed. A request ranked without
 `prepare` (warm-up's replays) is tokenized inline, as before.
 
 Composes with `load` and the `bounded` picker like any scorer, named in
@@ -50,10 +54,11 @@ from typing import NamedTuple
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, hrw_weight
-from proxy.routing.kv.chain import block_hash, chain, request_extras
+from proxy.routing.kv.chain import block_hash, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
 from proxy.routing.kv.picker import ROOM_WINDOW_S, Held
+from proxy.routing.kv.prefix_chain import request_chain
 from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
 from proxy.routing.router import Cycle
 
@@ -90,7 +95,8 @@ class KvCacheScorer:
         if ctx.route not in ("chat", "completions"):
             return
         try:
-            if len(ctx.raw) >= self.thread_bytes:
+            pending = self.tokens.pending_bytes(ctx.route, ctx.body, ctx.model)
+            if pending >= self.thread_bytes:
                 ids = await asyncio.to_thread(self._ids, ctx)
             else:
                 ids = self._ids(ctx)
@@ -121,7 +127,8 @@ class KvCacheScorer:
                 size = state.block_size or fleet_size  # one that stored nothing yet: the fleet's
                 hashes = by_size.get(size)
                 if hashes is None:
-                    hashes = by_size[size] = chain(ids, size, extras) or [block_hash(None, ids)]
+                    hashes = request_chain(ids, size, extras) or [block_hash(None, ids)]
+                    by_size[size] = hashes
                 leading = state.leading(hashes)
                 held = min(len(ids), leading * size)
                 out[ep] = Share(leading / len(hashes), hashes, held, size, leading)

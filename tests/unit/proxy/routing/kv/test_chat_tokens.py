@@ -28,7 +28,30 @@ def test_static_prefix_cache_gives_the_ids_of_the_whole_text():
     assert tok.chat(body) == whole and len(tok.cache) == 1  # from the cache
     (prefix,) = tok.cache.values()
     other = {"messages": [SYSTEM, {"role": "user", "content": "And the other one?"}]}
-    assert tok.chat(other)[: len(prefix)] == whole[: len(prefix)] == prefix
+    ids = tok.chat(other)
+    assert ids[: len(prefix.ids)] == whole[: len(prefix.ids)] == prefix.ids
+    assert ids.static is prefix
+
+
+def test_a_changed_static_message_or_tool_list_is_another_prefix():
+    tok = ChatTokenizer(str(TINY))
+    question = {"role": "user", "content": "What is in the box?"}
+    tok.chat({"messages": [SYSTEM, question]})
+    changed = {**SYSTEM, "content": SYSTEM["content"] + " Be brief."}
+    body = {"messages": [changed, question]}
+    assert tok.chat(body) == tok.encode(tok.render(body["messages"], body, True))
+    assert len(tok.cache) == 2
+
+
+def test_pending_bytes_leave_out_a_cached_static_prefix():
+    tok = ChatTokenizer(str(TINY))
+    question = {"role": "user", "content": "What is in the box?"}
+    body = {"messages": [SYSTEM, question]}
+    assert tok.pending_bytes(body) == len(SYSTEM["content"]) + len(question["content"])
+    tok.chat(body)
+    assert tok.pending_bytes(body) == len(question["content"])
+    listed = {"messages": [{**SYSTEM, "extra": ["unhashable"]}, question]}
+    assert tok.chat(listed) and tok.pending_bytes(listed) > len(question["content"])
 
 
 def test_content_parts_are_joined_as_vllm_does():
@@ -45,6 +68,7 @@ def test_request_tokens_find_the_model_root_and_report_the_cost():
     assert ids and costs and costs[0] > 0
     assert tokens.ids("completions", {"prompt": "Hello there"}, "tiny-llama")
     assert tokens.ids("other", {}, "tiny-llama") is None
+    assert tokens.pending_bytes("completions", {"prompt": "Hello there"}, "tiny-llama") == 11
 
 
 def test_no_local_root_means_no_ids():

@@ -21,9 +21,12 @@ IDS = list(range(100, 140))
 class Ids:
     """Stands in for RequestTokens: fixed ids, the threads and calls it saw."""
 
-    def __init__(self, ids, fail: bool = False):
-        self.value, self.fail = ids, fail
+    def __init__(self, ids, fail: bool = False, pending: int = 0):
+        self.value, self.fail, self.pending = ids, fail, pending
         self.threads: list[int] = []
+
+    def pending_bytes(self, route, body, model):
+        return self.pending
 
     def ids(self, route, body, model, wait=True):
         assert not wait
@@ -46,7 +49,7 @@ def index_on_a() -> KvIndex:
 
 
 async def test_a_large_body_is_tokenized_in_a_worker_thread():
-    tokens = Ids(IDS)
+    tokens = Ids(IDS, pending=100)
     scorer = KvCacheScorer(index_on_a(), tokens, thread_bytes=100)
     request = ctx(b"x" * 100)
     await scorer.prepare(request)
@@ -55,9 +58,9 @@ async def test_a_large_body_is_tokenized_in_a_worker_thread():
     assert len(tokens.threads) == 1  # ranking reads the prepared ids, tokenizes nothing
 
 
-async def test_a_small_body_is_tokenized_inline():
-    tokens = Ids(IDS)
-    request = ctx(b"x" * 99)
+async def test_a_body_whose_uncached_text_is_small_is_tokenized_inline():
+    tokens = Ids(IDS, pending=99)
+    request = ctx(b"x" * 10_000)  # the rest: a static prefix already cached
     await KvCacheScorer(index_on_a(), tokens, thread_bytes=100).prepare(request)
     assert request.token_ids == IDS and tokens.threads == [threading.get_ident()]
 
