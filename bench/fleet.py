@@ -41,7 +41,9 @@ random,roundrobin,rendezvous,kv,kv_compress` runs every mode in a regime.
 
 Figures per regime, size and mode (bench/lib/fleet_report.py): TTFT p50/p90/p99, output
 tokens/s, hit ratio, requests per replica (max/mean), errors, the replicas' own mean
-TTFT and queue time; for kv modes, ragtrim's event lag beside a bare subscriber's.
+TTFT and queue time, their own TTFT p50/p90 over the measured arrivals and the client's
+p50 less theirs (`added_ttft_p50_ms`: ragtrim, HTTP, the client); for kv modes,
+ragtrim's event lag beside a bare subscriber's.
 Top-level keys: each regime's ratios (fleet_report.RATIOS) at its size, the event lag,
 the index's scale (bench/lib/fleet_scale.py). Writes bench/results/fleet.json; the
 last line ends in kv_vs_random_ttft_p90 at 16 replicas.
@@ -64,6 +66,7 @@ from bench.lib.fleet_run import (
     bare_subscriber,
     compress_figures,
     engine_figures,
+    engine_quantiles,
     fleet,
     ingest,
     proxy,
@@ -127,7 +130,8 @@ def run_mode(mode: str, size: int, work: tuple, regime: Regime, seed: int) -> di
             if mode == "kv_compress":
                 extra["compression"] = compress_figures(url)
         out = summarize(records, replica_counts(replicas), regime.warmup)
-        out |= engine_figures(replicas) | extra
+        out |= engine_figures(replicas) | engine_quantiles(replicas, records, regime.warmup)
+        out |= extra
         out["host_bound"] = host_bound(out)
     if kv is not None:
         out["event_lag_p50_ms"] = kv["event_lag_p50_ms"]
@@ -152,6 +156,7 @@ def run_regime(name: str, regime: Regime, old: dict, args) -> dict:
             by_mode[mode]["load_avg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
             m = by_mode[mode]
             print(f"{name} {size} {mode}: p50/p90 {m['ttft_p50_ms']}/{m['ttft_p90_ms']} ms, "
+                  f"engine p50/p90 {m.get('engine_ttft_p50_ms')}/{m.get('engine_ttft_p90_ms')} ms, "
                   f"{m['output_tps']} tok/s, hit {m['hit_ratio']}, errors {m['errors']}, "
                   f"{m['wall_s']} s", flush=True)  # fmt: skip
         out["sizes"][str(size)] = {"modes": by_mode, "arrivals": len(work[0]),

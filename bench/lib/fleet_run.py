@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.lib.common import ROOT, free_port, spawn_ragtrim, stop
+from bench.lib.common import ROOT, free_port, percentile, spawn_ragtrim, stop
 from bench.lib.fleet_workload import Arrival
 from bench.lib.prefix_kv import probe_pubs
 
@@ -87,7 +87,8 @@ def proxy(mode: str, endpoints: dict) -> Iterator[str | None]:
 async def _one(client: httpx.AsyncClient, url: str, arrival: Arrival, t0: float) -> dict:
     await asyncio.sleep(max(0.0, t0 + arrival.at - time.monotonic()))
     sent = time.monotonic()
-    rec = {"tenant": arrival.tenant, "sent": sent - t0, "ttft": None, "usage": None}
+    rec = {"tenant": arrival.tenant, "sent": sent - t0, "sent_at": sent, "ttft": None,
+           "usage": None}  # fmt: skip
     try:
         async with client.stream("POST", f"{url}/v1/chat/completions", json=arrival.body) as r:
             rec["status"] = r.status_code
@@ -120,6 +121,26 @@ async def replay(schedule: list[Arrival], proxy_url: str | None, replicas: list[
 def replica_counts(replicas: list[str]) -> list[int]:
     """Requests each replica started (its /stub/stats)."""
     return [httpx.get(f"{u}/stub/stats", timeout=10).json()["started"] for u in replicas]
+
+
+def engine_quantiles(replicas: list[str], records: list[dict], warmup: float) -> dict:
+    """The replicas' own TTFT p50 / p90 over the arrivals the client measured (after
+    `warmup`; the fleet's clock is this host's monotonic one), and the client's p50 less
+    the engines': what ragtrim, HTTP and the client added in the middle of the run."""
+    if not records:
+        return {}
+    since = records[0]["sent_at"] - records[0]["sent"] + warmup
+    ttfts = [ttft * 1000 for u in replicas
+             for at, ttft in httpx.get(f"{u}/stub/stats", timeout=10).json()["first_tokens"]
+             if at >= since]  # fmt: skip
+    client = [r["ttft"] * 1000 for r in records
+              if r.get("ttft") is not None and r["sent"] >= warmup]  # fmt: skip
+    if not ttfts or not client:
+        return {}
+    p50 = percentile(ttfts, 50)
+    return {"engine_ttft_p50_ms": round(p50, 1),
+            "engine_ttft_p90_ms": round(percentile(ttfts, 90), 1),
+            "added_ttft_p50_ms": round(percentile(client, 50) - p50, 1)}  # fmt: skip
 
 
 def engine_figures(replicas: list[str]) -> dict:

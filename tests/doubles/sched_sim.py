@@ -114,6 +114,7 @@ class Scheduler:
         self.cache = PrefixCache(self.law.block_size, self.capacity_blocks)
         self.sums = {name: [0.0, 0] for name in HISTOGRAMS}  # name: [sum, count]
         self.counters = dict.fromkeys(("prompt_tokens", "prompt_tokens_cached", "steps"), 0)
+        self.first_tokens: list[tuple[float, float]] = []  # (arrived, TTFT s): quantiles
 
     def tokens_of(self, req: dict, chat: bool) -> list[int]:
         """The prompt's token ids (the ChatML-like rendering; kv_replica.py overrides it
@@ -187,6 +188,7 @@ class Scheduler:
             self.sums[name][1] += 1
         self.counters["prompt_tokens"] += len(seq.tokens)
         self.counters["prompt_tokens_cached"] += seq.cached
+        self.first_tokens.append((seq.arrived, end - seq.arrived))
         if not seq.first_token.done():
             seq.first_token.set_result(None)
         seq.decode -= 1  # the first token is the prefill step's output

@@ -125,7 +125,9 @@ class StubVllm:
         elif path == "/metrics" and self.prefill is not None:
             await _text(send, self.prefill.metrics_text(self.model))
         elif path == "/stub/stats":
-            await _json(send, 200, self.stats)
+            first = getattr(self.prefill, "first_tokens", None)  # sched_sim's engine TTFTs
+            extra = {} if first is None else {"first_tokens": first}
+            await _json(send, 200, {**self.stats, **extra})
         elif path == "/stub/requests":
             await _json(send, 200, {"requests": list(self.requests)})
         elif path == "/stub/reset":

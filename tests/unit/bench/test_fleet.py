@@ -1,8 +1,9 @@
 """bench.fleet's regimes: every default run can give its regime's keys."""
 
 from bench.fleet import REGIMES, parse_args, regimes_of
+from bench.lib import fleet_run
 from bench.lib.fleet_report import FIGURES, RATIO_SIZE, RATIOS, host_bound, ratios, top_level
-from bench.lib.fleet_run import MODES
+from bench.lib.fleet_run import MODES, engine_quantiles
 
 
 def test_each_regime_runs_the_modes_and_size_its_keys_compare():
@@ -36,3 +37,22 @@ def test_a_ratio_from_a_host_bound_run_is_named():
     assert out["host_bound_keys"] == ["kv_vs_rendezvous_ttft_p90"]
     regimes = {"shared_context": {"sizes": {"16": {"modes": {}, **out}}}}
     assert top_level(regimes)["host_bound_keys"] == ["kv_vs_rendezvous_ttft_p90"]
+
+
+def test_engine_quantiles_take_the_measured_window_and_name_what_the_path_added(monkeypatch):
+    class Stats:
+        def __init__(self, first):
+            self.first = first
+
+        def json(self):
+            return {"started": len(self.first), "first_tokens": self.first}
+
+    # arrivals at the engine 100 s (monotonic) on; warm-up: the first 5 s
+    pages = {"a/stub/stats": [[101.0, 9.9], [106.0, 0.010], [107.0, 0.030]],
+             "b/stub/stats": [[108.0, 0.020]]}  # fmt: skip
+    monkeypatch.setattr(fleet_run.httpx, "get", lambda url, timeout: Stats(pages[url]))
+    records = [{"sent": 1.0, "sent_at": 101.0, "ttft": 9.95},
+               {"sent": 6.0, "sent_at": 106.0, "ttft": 0.025}]  # fmt: skip
+    out = engine_quantiles(["a", "b"], records, warmup=5.0)
+    assert out == {"engine_ttft_p50_ms": 20.0, "engine_ttft_p90_ms": 30.0,
+                   "added_ttft_p50_ms": 5.0}  # fmt: skip

@@ -87,6 +87,10 @@ async def test_a_queue_delays_ttft_and_metrics_split_queue_from_prefill():
     assert "vllm:request_queue_time_seconds_sum" in page
     queue = float(page.split("vllm:request_queue_time_seconds_sum")[1].split()[1])
     assert queue > 0.05  # later requests waited behind earlier prefills
+    # each first token is kept with its arrival, on this host's monotonic clock
+    assert len(sched.first_tokens) == 4
+    assert all(start <= at <= start + max(done) for at, _ in sched.first_tokens)
+    assert max(ttft for _, ttft in sched.first_tokens) >= 5 * 0.034 * 0.9
 
 
 def test_server_answers_with_usage_and_exports_gauges():
