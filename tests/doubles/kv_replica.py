@@ -38,6 +38,12 @@ GiB (torch total_memory), so 71.3 GiB usable. Model shapes from their config.jso
   sched_sim's: 2 × 32.8 G FLOPs a token over 2 × 989 TFLOPS at ~45 % MFU ≈ 0.074 ms;
   base 12 ms (30.6 GiB of weights at 3.35 TB/s: 9.8 ms, plus all-reduces and
   scheduling); 0.06 ms a decoding sequence (128 KiB of KV a token, ~1.5k tokens).
+  Measured (tests/doubles/calibrate_step_law.py, one H200, 2026-12-04): a random
+  Qwen3-32B-shaped model in HF transformers (bf16, SDPA) prefilled 2,048 and 6,144
+  tokens in 265 and 828 ms, 0.13 ms a token on one GPU (~62 % of the 790 TFLOP/s
+  bf16 matmul rate measured on that chip); split over TP 2 that is ~0.065 ms before
+  the all-reduces, beside the preset's 0.074. HF's eager decode is launch-bound (120
+  ms a step at batch 1, no CUDA graph), so base_ms and per_seq_ms stay derived.
 """
 
 from __future__ import annotations
