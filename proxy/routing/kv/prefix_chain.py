@@ -24,11 +24,12 @@ CHAINS_PER_PREFIX = 8  # (block size, salt) pairs kept a prefix: a fleet has one
 
 
 class StaticPrefix:
-    """One cached static prefix: its rendered text, its token ids, its chains."""
+    """One cached prefix (static messages, or a conversation's last turn): its rendered
+    text, its token ids, its chains."""
 
     __slots__ = ("text", "ids", "_chains", "_lock")
 
-    def __init__(self, text: str, ids: list[int]):
+    def __init__(self, text: str, ids: Sequence[int]):
         self.text, self.ids = text, ids
         self._chains: OrderedDict[tuple[int, str], list[int]] = OrderedDict()
         self._lock = threading.Lock()  # the scorer runs on the loop; warm-up replays too
@@ -42,29 +43,41 @@ class StaticPrefix:
                 self._chains.move_to_end(key)
                 return hashes
         hashes = chain(self.ids, block_size, extras)
+        self.seed(block_size, extras, hashes)
+        return hashes
+
+    def seed(self, block_size: int, extras: Sequence[Any], hashes: list[int]) -> None:
+        """Keep `hashes` (a chain over ids this prefix starts) as this prefix's chain."""
+        key = (block_size, repr(list(extras[:1])))
         with self._lock:
-            self._chains[key] = hashes
+            self._chains[key] = hashes[: len(self.ids) // block_size]
             if len(self._chains) > CHAINS_PER_PREFIX:
                 self._chains.popitem(last=False)
-        return hashes
 
 
 class TokenIds(list):
     """A request's token ids (a plain list of ints to every reader), with the cached
-    static prefix they start with, when there is one."""
+    prefix they start with, when there is one, and the prefix they leave for the
+    conversation's next turn (chat_tokens remembers each turn)."""
 
-    __slots__ = ("static",)
+    __slots__ = ("static", "next_turn")
 
-    def __init__(self, ids: list[int], static: StaticPrefix | None = None):
+    def __init__(self, ids: list[int], static: StaticPrefix | None = None,
+                 next_turn: StaticPrefix | None = None):  # fmt: skip
         super().__init__(ids)
-        self.static = static
+        self.static, self.next_turn = static, next_turn
 
 
 def request_chain(ids: Sequence[int], block_size: int, extras: Sequence[Any] = ()) -> list[int]:
-    """`chain(ids, block_size, extras)`, reusing the static prefix's hashes."""
+    """`chain(ids, block_size, extras)`, reusing the cached prefix's hashes; the next
+    turn's prefix keeps its part, so that turn hashes only its own new blocks."""
     static = getattr(ids, "static", None)
     head = static.chain(block_size, extras) if static is not None else []
     if not head or any(extras[len(head) :]):  # extra keys past the prefix: hash it all
-        return chain(ids, block_size, extras)
-    start = len(head) * block_size
-    return head + chain(ids[start:], block_size, (), parent=head[-1])
+        hashes = chain(ids, block_size, extras)
+    else:
+        hashes = head + chain(ids[len(head) * block_size :], block_size, (), parent=head[-1])
+    next_turn = getattr(ids, "next_turn", None)
+    if next_turn is not None:
+        next_turn.seed(block_size, extras, hashes)
+    return hashes

@@ -29,8 +29,28 @@ def test_static_prefix_cache_gives_the_ids_of_the_whole_text():
     (prefix,) = tok.cache.values()
     other = {"messages": [SYSTEM, {"role": "user", "content": "And the other one?"}]}
     ids = tok.chat(other)
-    assert ids[: len(prefix.ids)] == whole[: len(prefix.ids)] == prefix.ids
+    assert ids[: len(prefix.ids)] == whole[: len(prefix.ids)] == list(prefix.ids)
     assert ids.static is prefix
+
+
+def test_the_next_turn_starts_from_the_last_turns_ids():
+    tok = ChatTokenizer(str(TINY))
+    first = [SYSTEM, {"role": "user", "content": "What is in the box?"}]
+    tok.chat({"messages": first})
+    (turn,) = tok.turns.values()
+    second = {"messages": [*first, {"role": "assistant", "content": "A cat."},
+                           {"role": "user", "content": "Is it alive?"}]}  # fmt: skip
+    ids = tok.chat(second)
+    assert ids == tok.encode(tok.render(second["messages"], second, True))
+    assert ids.static is turn and len(turn.ids) > len(tok.cache[next(iter(tok.cache))].ids)
+    assert tok.pending_bytes(second) == len("A cat.") + len("Is it alive?")
+
+
+def test_one_off_questions_never_push_a_static_prefix_out():
+    tok = ChatTokenizer(str(TINY), cache_entries=2, turn_entries=2)
+    for n in range(5):
+        tok.chat({"messages": [SYSTEM, {"role": "user", "content": f"Question {n}?"}]})
+    assert len(tok.cache) == 1 and len(tok.turns) == 2
 
 
 def test_a_changed_static_message_or_tool_list_is_another_prefix():

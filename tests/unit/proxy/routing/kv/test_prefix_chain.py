@@ -46,3 +46,19 @@ def test_the_chains_kept_a_prefix_are_bounded():
     for n in range(prefix_chain.CHAINS_PER_PREFIX + 5):
         static.chain(4, request_extras(f"tenant-{n}"))
     assert len(static._chains) == prefix_chain.CHAINS_PER_PREFIX
+
+
+def test_a_turn_leaves_its_chain_to_the_next_turn(monkeypatch):
+    calls: list[int] = []
+    real = prefix_chain.chain
+
+    def counting(tokens, size, extras=(), parent=None):
+        calls.append(len(tokens))
+        return real(tokens, size, extras, parent)
+
+    monkeypatch.setattr(prefix_chain, "chain", counting)
+    turn = StaticPrefix("turn one", PREFIX + REST[:6])  # the request less its gen prompt
+    first = request_chain(TokenIds(PREFIX + REST[:9], None, turn), 4)
+    second = request_chain(TokenIds(PREFIX + REST[:6] + REST, turn), 4)
+    assert second == chain(PREFIX + REST[:6] + REST, 4) and first[:10] == second[:10]
+    assert calls == [len(PREFIX) + 9, len(PREFIX) + 6 + len(REST) - 4 * 10]
