@@ -215,6 +215,13 @@ def test_token_ids_equal_vllm_tokenize_for_every_framework_template(replica):
             theirs = httpx.post(f"{replica.url}/tokenize", json={"model": "tiny-llama", **body},
                                 timeout=30).json()["tokens"]  # fmt: skip
             assert ours == theirs, (name, form)
+        if "messages" in body:  # the next turn, from the last turn's cached ids
+            body = {"messages": [*body["messages"], {"role": "assistant", "content": "It does."},
+                                 {"role": "user", "content": "Why?"}]}  # fmt: skip
+            ours = tokens.ids("chat", body, "tiny-llama")
+            theirs = httpx.post(f"{replica.url}/tokenize", json={"model": "tiny-llama", **body},
+                                timeout=30).json()["tokens"]  # fmt: skip
+            assert ours == theirs and ours.static is not None, (name, form, "next turn")
 
 
 async def test_a_restarted_replica_is_cleared_and_refilled(replica):
