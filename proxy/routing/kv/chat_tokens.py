@@ -12,43 +12,24 @@ the prompt encoded with special tokens. The tokenizer is the backend's own, foun
 its model root as the token counter finds it (proxy/compression/token_counter.py); with none on
 this machine there are no ids, and the scorer falls back to affinity.
 
-Static prefix cache: the leading system/developer messages rendered alone are a
-prefix P of the whole text. P's ids are cached (LRU, `cache_entries`) and only the rest
-is encoded, when that is exact: the rest starts with a special token (special tokens
-are split off before BPE, so no merge crosses the cut). The cache is keyed by the
-static messages themselves (with the tools and template kwargs, which can render into
-P), so a hit renders P no more, and `pending_bytes` tells the scorer, before any
-rendering, how much text a request would really encode (a 6k-token tenant context
-already cached costs 0.2 ms: no reason for a thread hop). A hit is still checked
-against the whole text (a template that prints today's date renders another P
-tomorrow). The ids come back as prefix_chain.TokenIds, holding the StaticPrefix whose
-chain hashes the scorer reuses.
-
-Conversation turns: turn t's messages are turn t-1's plus the assistant's answer and
-a new question, so turn t-1's text without its generation prompt is a prefix of turn
-t's, cut before a special token. Each request is remembered that way (`turns`, an LRU
-apart from the static one, `turn_entries`; ids as 4-byte arrays), and the next turn
-encodes only its answer and question: issue 20's 5-turn conversations encoded 1.3k
-tokens of history a turn (1.7 ms of BPE on one core), about 400 now.
-tests/integration/test_kv_events.py compares the result with vLLM's /tokenize for
-every framework template ragtrim recognises.
+Prefix caches (proxy/routing/kv/prompt_prefixes.py): a request's static messages and
+its conversation's last turn are encoded once; only the rest is encoded. The ids come
+back as prefix_chain.TokenIds, holding the cached prefix whose chain hashes the scorer
+reuses. tests/integration/test_kv_events.py compares the result with vLLM's /tokenize
+for every framework template ragtrim recognises.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from array import array
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.token_counter import local_model_root
-from proxy.routing.kv.prefix_chain import StaticPrefix, TokenIds
-
-STATIC_ROLES = ("system", "developer")
+from proxy.routing.kv.prefix_chain import TokenIds
+from proxy.routing.kv.prompt_prefixes import PromptPrefixes
 
 
 def _text(content: Any) -> Any:
@@ -65,7 +46,7 @@ def vllm_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class ChatTokenizer:
-    """One model's tokenizer and template, with the static-prefix cache."""
+    """One model's tokenizer and template, with its prompts' prefix caches."""
 
     def __init__(self, root: str, cache_entries: int = 256, turn_entries: int = 1024):
         from transformers import AutoTokenizer  # the `compress` extra; absent = no ids
@@ -73,13 +54,10 @@ class ChatTokenizer:
         self.tok = AutoTokenizer.from_pretrained(root)
         added = {t.content for t in self.tok.added_tokens_decoder.values()}
         self.specials = tuple(sorted(set(self.tok.all_special_tokens) | added))
-        self.cache: OrderedDict[tuple, StaticPrefix] = OrderedDict()  # static messages
-        self.turns: OrderedDict[tuple, StaticPrefix] = OrderedDict()  # last turns, apart:
-        # a RAG application's one-off questions never push a tenant's context out
-        self.cache_entries, self.turn_entries = cache_entries, turn_entries
+        self.prefixes = PromptPrefixes(self, cache_entries, turn_entries)
         # The kv_cache scorer tokenizes in worker threads: a fast tokenizer's encode
         # mutably borrows its Rust state ("Already borrowed" when two threads encode),
-        # and the prefix cache's LRU moves are not atomic.
+        # and the prefix caches' LRU moves are not atomic.
         self.lock = threading.Lock()
 
     def render(self, messages: list[dict[str, Any]], body: dict[str, Any], gen: bool) -> str:
@@ -98,97 +76,20 @@ class ChatTokenizer:
         messages = vllm_messages(body.get("messages") or [])
         gen = bool(body.get("add_generation_prompt", True))
         text = self.render(messages, body, gen)
-        prefix = self._prefix(messages, body, text)
+        prefix, static = self.prefixes.longest(messages, body, text)
         if prefix is None:
             ids = self.encode(text)
         else:
-            ids = [*prefix.ids, *self.encode(text[len(prefix.text) :])]
-        turn = None
-        if gen and _static_count(messages) < len(messages):
-            turn = self._remember(messages, body, text, ids)
+            ids = [*prefix.ids, *self.encode(text[prefix.text_len :])]
+        turn = self.prefixes.remember(messages, body, text, ids, static) if gen else None
         return TokenIds(ids, prefix, turn)
-
-    def _prefix(self, messages: list[dict], body: dict[str, Any], text: str) -> StaticPrefix | None:
-        """The longest cached prefix of `text` at an exact cut: the conversation up to
-        its last assistant message (the last turn's request, `_remember`), else the
-        static messages (rendered and encoded on a miss)."""
-        n = _static_count(messages)
-        cuts = [(k, self.turns) for k in _cuts(messages)]
-        for k, cache in cuts + ([(n, self.cache)] if 0 < n < len(messages) else []):
-            key = _static_key(messages[:k], body)
-            prefix = cache.get(key) if key is not None else None
-            if prefix is not None and self._exact(text, prefix.text):
-                cache.move_to_end(key)
-                return prefix
-        if not 0 < n < len(messages):
-            return None
-        rendered = self.render(messages[:n], body, False)
-        if not self._exact(text, rendered):
-            return None
-        return self._store(self.cache, _static_key(messages[:n], body), rendered,
-                           self.encode(rendered))  # fmt: skip
-
-    def _remember(self, messages: list[dict], body: dict[str, Any], text: str,
-                  ids: list[int]) -> StaticPrefix | None:  # fmt: skip
-        """This request without its generation prompt, as the next turn's prefix: its
-        ids less the prompt's (exact when the prompt starts with a special token)."""
-        rendered = self.render(messages, body, False)
-        if not self._exact(text, rendered):
-            return None
-        tail = self.encode(text[len(rendered) :])
-        if not tail or ids[-len(tail) :] != tail:
-            return None
-        return self._store(self.turns, _static_key(messages, body), rendered, ids[: -len(tail)])
-
-    def _exact(self, text: str, prefix: str) -> bool:
-        """`prefix` starts `text` and the rest starts with a special token (split off
-        before BPE, so no merge crosses the cut)."""
-        return text.startswith(prefix) and text[len(prefix) :].startswith(self.specials)
-
-    def _store(self, cache: OrderedDict, key: tuple | None, text: str,
-               ids: list[int]) -> StaticPrefix:  # fmt: skip
-        prefix = StaticPrefix(text, array("I", ids))  # 4 bytes a token, not a list's ~36
-        if key is not None:
-            cache[key] = prefix
-            cache.move_to_end(key)
-            bound = self.cache_entries if cache is self.cache else self.turn_entries
-            if len(cache) > bound:
-                cache.popitem(last=False)
-        return prefix
 
     def pending_bytes(self, body: dict[str, Any]) -> int:
         """About how many bytes of text `chat` would encode: all of the messages' text,
         less that of the longest cached prefix."""
         messages = vllm_messages(body.get("messages") or [])
         sizes = [len(m["content"]) if isinstance(m.get("content"), str) else 0 for m in messages]
-        n = _static_count(messages)
-        cuts = [(k, self.turns) for k in _cuts(messages)] + [(n, self.cache)]
-        k = next((k for k, cache in cuts if _static_key(messages[:k], body) in cache), 0)
-        return sum(sizes[k:])
-
-
-def _cuts(messages: list[dict[str, Any]]) -> list[int]:
-    """Where the last turn's request ended: before the last assistant message."""
-    last = next((i for i in range(len(messages) - 1, -1, -1)
-                 if messages[i].get("role") == "assistant"), 0)  # fmt: skip
-    return [last] if last > _static_count(messages) else []
-
-
-def _static_count(messages: list[dict[str, Any]]) -> int:
-    return next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
-                len(messages))  # fmt: skip
-
-
-def _static_key(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple | None:
-    """What the static prefix renders from; None when a value is not hashable."""
-    extra = [body.get(k) for k in ("tools", "chat_template_kwargs")]
-    try:
-        key = (tuple(tuple(sorted(m.items())) for m in messages),
-               json.dumps(extra, sort_keys=True) if any(extra) else "")  # fmt: skip
-        hash(key)  # a list among a message's values: no key
-        return key
-    except (TypeError, ValueError):
-        return None
+        return sum(sizes[self.prefixes.cached_cut(messages, body) :])  # lookups: no lock
 
 
 class RequestTokens:

@@ -25,14 +25,37 @@ CHAINS_PER_PREFIX = 8  # (block size, salt) pairs kept a prefix: a fleet has one
 
 class StaticPrefix:
     """One cached prefix (static messages, or a conversation's last turn): its rendered
-    text, its token ids, its chains."""
+    text, its token ids, its chains. A turn keeps only the text and ids after its
+    static prefix (`head`), the ids as a 4-byte array: a tenant's 6k-token context is
+    held once, however many of its conversations are remembered."""
 
-    __slots__ = ("text", "ids", "_chains", "_lock")
+    __slots__ = ("head", "own_text", "own", "size", "text_len", "_chains", "_lock")
 
-    def __init__(self, text: str, ids: Sequence[int]):
-        self.text, self.ids = text, ids
+    def __init__(self, text: str, ids: Sequence[int], head: StaticPrefix | None = None):
+        """`text` and `ids`: what follows `head`'s (the whole prefix without one)."""
+        self.head, self.own_text, self.own = head, text, ids
+        self.size = len(ids) + (head.size if head is not None else 0)
+        self.text_len = len(text) + (head.text_len if head is not None else 0)
         self._chains: OrderedDict[tuple[int, str], list[int]] = OrderedDict()
         self._lock = threading.Lock()  # the scorer runs on the loop; warm-up replays too
+
+    @property
+    def ids(self) -> list[int]:
+        own = self.own if isinstance(self.own, list) else list(self.own)
+        return self.head.ids + own if self.head is not None else own
+
+    @property
+    def text(self) -> str:
+        return self.head.text + self.own_text if self.head is not None else self.own_text
+
+    def starts(self, text: str) -> bool:
+        """Whether `text` begins with this prefix's text."""
+        at = 0
+        if self.head is not None:
+            if not self.head.starts(text):
+                return False
+            at = self.head.text_len
+        return text.startswith(self.own_text, at)
 
     def chain(self, block_size: int, extras: Sequence[Any]) -> list[int]:
         """The hashes of the prefix's full blocks at this size with these extra keys."""
@@ -50,7 +73,7 @@ class StaticPrefix:
         """Keep `hashes` (a chain over ids this prefix starts) as this prefix's chain."""
         key = (block_size, repr(list(extras[:1])))
         with self._lock:
-            self._chains[key] = hashes[: len(self.ids) // block_size]
+            self._chains[key] = hashes[: self.size // block_size]
             if len(self._chains) > CHAINS_PER_PREFIX:
                 self._chains.popitem(last=False)
 

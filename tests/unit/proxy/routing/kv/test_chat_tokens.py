@@ -24,54 +24,13 @@ def test_static_prefix_cache_gives_the_ids_of_the_whole_text():
     tok = ChatTokenizer(str(TINY))
     body = {"messages": [SYSTEM, {"role": "user", "content": "What is in the box?"}]}
     whole = tok.encode(tok.render(vllm_messages(body["messages"]), body, True))
-    assert tok.chat(body) == whole and len(tok.cache) == 1
-    assert tok.chat(body) == whole and len(tok.cache) == 1  # from the cache
-    (prefix,) = tok.cache.values()
+    assert tok.chat(body) == whole and len(tok.prefixes.static) == 1
+    assert tok.chat(body) == whole and len(tok.prefixes.static) == 1  # from the cache
+    (prefix,) = tok.prefixes.static.values()
     other = {"messages": [SYSTEM, {"role": "user", "content": "And the other one?"}]}
     ids = tok.chat(other)
     assert ids[: len(prefix.ids)] == whole[: len(prefix.ids)] == list(prefix.ids)
     assert ids.static is prefix
-
-
-def test_the_next_turn_starts_from_the_last_turns_ids():
-    tok = ChatTokenizer(str(TINY))
-    first = [SYSTEM, {"role": "user", "content": "What is in the box?"}]
-    tok.chat({"messages": first})
-    (turn,) = tok.turns.values()
-    second = {"messages": [*first, {"role": "assistant", "content": "A cat."},
-                           {"role": "user", "content": "Is it alive?"}]}  # fmt: skip
-    ids = tok.chat(second)
-    assert ids == tok.encode(tok.render(second["messages"], second, True))
-    assert ids.static is turn and len(turn.ids) > len(tok.cache[next(iter(tok.cache))].ids)
-    assert tok.pending_bytes(second) == len("A cat.") + len("Is it alive?")
-
-
-def test_one_off_questions_never_push_a_static_prefix_out():
-    tok = ChatTokenizer(str(TINY), cache_entries=2, turn_entries=2)
-    for n in range(5):
-        tok.chat({"messages": [SYSTEM, {"role": "user", "content": f"Question {n}?"}]})
-    assert len(tok.cache) == 1 and len(tok.turns) == 2
-
-
-def test_a_changed_static_message_or_tool_list_is_another_prefix():
-    tok = ChatTokenizer(str(TINY))
-    question = {"role": "user", "content": "What is in the box?"}
-    tok.chat({"messages": [SYSTEM, question]})
-    changed = {**SYSTEM, "content": SYSTEM["content"] + " Be brief."}
-    body = {"messages": [changed, question]}
-    assert tok.chat(body) == tok.encode(tok.render(body["messages"], body, True))
-    assert len(tok.cache) == 2
-
-
-def test_pending_bytes_leave_out_a_cached_static_prefix():
-    tok = ChatTokenizer(str(TINY))
-    question = {"role": "user", "content": "What is in the box?"}
-    body = {"messages": [SYSTEM, question]}
-    assert tok.pending_bytes(body) == len(SYSTEM["content"]) + len(question["content"])
-    tok.chat(body)
-    assert tok.pending_bytes(body) == len(question["content"])
-    listed = {"messages": [{**SYSTEM, "extra": ["unhashable"]}, question]}
-    assert tok.chat(listed) and tok.pending_bytes(listed) > len(question["content"])
 
 
 def test_content_parts_are_joined_as_vllm_does():

@@ -1,0 +1,163 @@
+"""The cached prefixes of chat prompts: the static messages', and each conversation's
+last turn.
+
+Static: the leading system/developer messages rendered alone are a prefix P of the
+whole text. P's ids are kept (LRU, `static_entries`) and only the rest is encoded,
+when that is exact: the rest starts with a special token (special tokens are split
+off before BPE, so no merge crosses the cut). Keyed by the static messages themselves
+(with the tools and template kwargs, which can render into P), so a hit renders P no
+more and `cached_cut` can tell the scorer, before any rendering, how much text a
+request would really encode (a 6k-token tenant context already cached costs 0.2 ms:
+no reason for a thread hop). A hit is still checked against the whole text (a
+template that prints today's date renders another P tomorrow).
+
+Turns: turn t's messages are turn t-1's plus the assistant's answer and a new
+question, so turn t-1's text without its generation prompt is a prefix of turn t's,
+cut before a special token. Each request is remembered that way (an LRU apart,
+`turn_entries`, so a RAG application's one-off questions never push a tenant's
+context out), keyed by its static prefix (the object) and the messages after it, and
+holding only the text and ids after that prefix. The generation prompt's text and ids
+are found once per template kwargs, so remembering costs no second rendering. Issue
+20's 5-turn conversations encoded 1.3k tokens of history a turn (1.7 ms of BPE on one
+core), about 400 now.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections import OrderedDict
+from typing import Any, Protocol
+
+from proxy.routing.kv.prefix_chain import StaticPrefix
+
+STATIC_ROLES = ("system", "developer")
+
+
+class Template(Protocol):
+    specials: tuple[str, ...]
+
+    def render(self, messages: list[dict[str, Any]], body: dict[str, Any], gen: bool) -> str: ...
+    def encode(self, text: str, special: bool = False) -> list[int]: ...
+
+
+class PromptPrefixes:
+    def __init__(self, template: Template, static_entries: int = 256, turn_entries: int = 1024):
+        self.template = template
+        self.static: OrderedDict[tuple, StaticPrefix] = OrderedDict()
+        self.turns: OrderedDict[tuple, StaticPrefix] = OrderedDict()
+        self.bounds = {id(self.static): static_entries, id(self.turns): turn_entries}
+        self.gen_prompts: dict[str, tuple[str, list[int]]] = {}
+
+    def longest(self, messages: list[dict], body: dict[str, Any],
+                text: str) -> tuple[StaticPrefix | None, StaticPrefix | None]:  # fmt: skip
+        """(the longest cached prefix of `text` at an exact cut, the static one): the
+        conversation up to its last assistant message (the last turn's request), else
+        the static messages (rendered and encoded on a miss)."""
+        n = static_count(messages)
+        static = self._static(messages[:n], body, text) if 0 < n < len(messages) else None
+        for k in _cuts(messages, n):
+            key = self._turn_key(static, messages, n, k, body)
+            turn = self.turns.get(key) if key is not None else None
+            if turn is not None and self.exact(text, turn):
+                self.turns.move_to_end(key)
+                return turn, static
+        return static, static
+
+    def _static(self, messages: list[dict], body: dict[str, Any], text: str) -> StaticPrefix | None:
+        key = message_key(messages, body)
+        static = self.static.get(key) if key is not None else None
+        if static is not None and self.exact(text, static):
+            self.static.move_to_end(key)
+            return static
+        rendered = self.template.render(messages, body, False)
+        if not text.startswith(rendered) or not text.startswith(self.template.specials,
+                                                                 len(rendered)):  # fmt: skip
+            return None
+        return self._store(self.static, key, rendered, self.template.encode(rendered))
+
+    def remember(self, messages: list[dict], body: dict[str, Any], text: str, ids: list[int],
+                 static: StaticPrefix | None) -> StaticPrefix | None:  # fmt: skip
+        """This request without its generation prompt, as the next turn's prefix: its
+        ids less the prompt's (exact when the prompt starts with a special token)."""
+        n = static_count(messages)
+        suffix, tail = self._generation_prompt(body)
+        if n == len(messages) or not tail or not text.endswith(suffix) or ids[-len(tail) :] != tail:
+            return None  # the prompt starts with a special token: the cut before it is exact
+        start, at = (static.size, static.text_len) if static is not None else (0, 0)
+        key = self._turn_key(static, messages, n, len(messages), body)
+        return self._store(self.turns, key, text[at : -len(suffix)],
+                           array("I", ids[start : -len(tail)]), static)  # fmt: skip
+
+    def cached_cut(self, messages: list[dict], body: dict[str, Any]) -> int:
+        """How many leading messages a cached prefix covers (0: none)."""
+        n = static_count(messages)
+        static = self.static.get(message_key(messages[:n], body)) if 0 < n < len(messages) else None
+        for k in _cuts(messages, n):
+            if self._turn_key(static, messages, n, k, body) in self.turns:
+                return k
+        return n if static is not None else 0
+
+    def exact(self, text: str, prefix: StaticPrefix) -> bool:
+        """`prefix` starts `text` and the rest starts with a special token (split off
+        before BPE, so no merge crosses the cut)."""
+        return prefix.starts(text) and text.startswith(self.template.specials, prefix.text_len)
+
+    def _turn_key(self, static: StaticPrefix | None, messages: list[dict], n: int, k: int,
+                  body: dict[str, Any]) -> tuple | None:  # fmt: skip
+        """A turn's key: its static prefix (the cached object, else the static messages)
+        and the messages after it up to `k`."""
+        rest = message_key(messages[n:k], body)
+        if static is None:
+            return message_key(messages[:k], body)
+        return (static, rest) if rest is not None else None
+
+    def _generation_prompt(self, body: dict[str, Any]) -> tuple[str, list[int]]:
+        """The text the template adds for add_generation_prompt, and its ids, once per
+        chat_template_kwargs (Qwen3's enable_thinking changes it); ("", []) if unknown."""
+        key = json.dumps(body.get("chat_template_kwargs") or {}, sort_keys=True, default=str)
+        if key not in self.gen_prompts:
+            probe, found = [{"role": "user", "content": "x"}], ("", [])
+            try:
+                bare = self.template.render(probe, body, False)
+                full = self.template.render(probe, body, True)
+                if full.startswith(bare) and full[len(bare) :].startswith(self.template.specials):
+                    found = (full[len(bare) :], self.template.encode(full[len(bare) :]))
+            except Exception:  # noqa: BLE001 - a template that needs more than a user turn
+                pass
+            self.gen_prompts[key] = found
+        return self.gen_prompts[key]
+
+    def _store(self, cache: OrderedDict, key: tuple | None, text: str, ids: Any,
+               head: StaticPrefix | None = None) -> StaticPrefix:  # fmt: skip
+        prefix = StaticPrefix(text, ids, head)
+        if key is not None:
+            cache[key] = prefix
+            cache.move_to_end(key)
+            if len(cache) > self.bounds[id(cache)]:
+                cache.popitem(last=False)
+        return prefix
+
+
+def static_count(messages: list[dict[str, Any]]) -> int:
+    return next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
+                len(messages))  # fmt: skip
+
+
+def _cuts(messages: list[dict[str, Any]], n: int) -> list[int]:
+    """Where the last turn's request ended: before the last assistant message."""
+    last = next((i for i in range(len(messages) - 1, -1, -1)
+                 if messages[i].get("role") == "assistant"), 0)  # fmt: skip
+    return [last] if last > n else []
+
+
+def message_key(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple | None:
+    """What a prefix renders from; None when a value is not hashable."""
+    extra = [body.get(k) for k in ("tools", "chat_template_kwargs")]
+    try:
+        key = (tuple(tuple(sorted(m.items())) for m in messages),
+               json.dumps(extra, sort_keys=True) if any(extra) else "")  # fmt: skip
+        hash(key)  # a list among a message's values: no key
+        return key
+    except (TypeError, ValueError):
+        return None

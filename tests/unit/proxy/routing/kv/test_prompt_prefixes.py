@@ -1,0 +1,81 @@
+"""The prompts' prefix caches: a static prefix and a conversation's last turn are
+encoded once, and the ids are always those of the whole text (the tiny Llama of make
+setup)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.routing.kv.chat_tokens import ChatTokenizer
+
+TINY = Path(__file__).resolve().parents[5] / ".models" / "tiny-llama"
+pytestmark = pytest.mark.skipif(not (TINY / "tokenizer.json").exists(), reason="make setup")
+SYSTEM = {"role": "system", "content": "You answer from the documents. " * 20}
+QUESTION = {"role": "user", "content": "What is in the box?"}
+
+
+def whole(tok: ChatTokenizer, body: dict) -> list[int]:
+    return tok.encode(tok.render(body["messages"], body, True))
+
+
+def test_a_changed_static_message_is_another_prefix():
+    tok = ChatTokenizer(str(TINY))
+    tok.chat({"messages": [SYSTEM, QUESTION]})
+    changed = {**SYSTEM, "content": SYSTEM["content"] + " Be brief."}
+    body = {"messages": [changed, QUESTION]}
+    assert tok.chat(body) == whole(tok, body)
+    assert len(tok.prefixes.static) == 2
+
+
+def test_pending_bytes_leave_out_a_cached_prefix():
+    tok = ChatTokenizer(str(TINY))
+    body = {"messages": [SYSTEM, QUESTION]}
+    assert tok.pending_bytes(body) == len(SYSTEM["content"]) + len(QUESTION["content"])
+    tok.chat(body)
+    assert tok.pending_bytes(body) == len(QUESTION["content"])
+    listed = {"messages": [{**SYSTEM, "extra": ["unhashable"]}, QUESTION]}
+    assert tok.chat(listed) == whole(tok, listed)
+    assert tok.pending_bytes(listed) > len(QUESTION["content"])
+
+
+def test_the_next_turn_starts_from_the_last_turns_ids_and_holds_only_its_own():
+    tok = ChatTokenizer(str(TINY))
+    tok.chat({"messages": [SYSTEM, QUESTION]})
+    (static,) = tok.prefixes.static.values()
+    (turn,) = tok.prefixes.turns.values()
+    assert turn.head is static and len(turn.own) == turn.size - static.size < 20
+    second = {"messages": [SYSTEM, QUESTION, {"role": "assistant", "content": "A cat."},
+                           {"role": "user", "content": "Is it alive?"}]}  # fmt: skip
+    ids = tok.chat(second)
+    assert ids == whole(tok, second) and ids.static is turn
+    assert tok.pending_bytes(second) == len("A cat.") + len("Is it alive?")
+    third = {"messages": [*second["messages"], {"role": "assistant", "content": "Yes."},
+                          {"role": "user", "content": "How old?"}]}  # fmt: skip
+    ids = tok.chat(third)
+    assert ids == whole(tok, third) and ids.static.head is static
+
+
+def test_a_conversation_without_a_system_prompt_is_remembered_whole():
+    tok = ChatTokenizer(str(TINY))
+    tok.chat({"messages": [QUESTION]})
+    second = {"messages": [QUESTION, {"role": "assistant", "content": "A cat."},
+                           {"role": "user", "content": "Is it alive?"}]}  # fmt: skip
+    ids = tok.chat(second)
+    assert ids == whole(tok, second) and ids.static is not None and ids.static.head is None
+
+
+def test_one_off_questions_never_push_a_static_prefix_out():
+    tok = ChatTokenizer(str(TINY), cache_entries=2, turn_entries=2)
+    for n in range(5):
+        tok.chat({"messages": [SYSTEM, {"role": "user", "content": f"Question {n}?"}]})
+    assert len(tok.prefixes.static) == 1 and len(tok.prefixes.turns) == 2
+
+
+def test_a_template_kwarg_that_changes_the_generation_prompt_is_found_apart():
+    tok = ChatTokenizer(str(TINY))
+    plain = {"messages": [SYSTEM, QUESTION]}
+    kwargs = {**plain, "chat_template_kwargs": {"enable_thinking": False}}
+    assert tok.chat(plain) == whole(tok, plain) and tok.chat(kwargs) == whole(tok, kwargs)
+    assert len(tok.prefixes.gen_prompts) == 2
