@@ -39,7 +39,8 @@ class KvEventsSettings(Section):
         1.0, gt=0, description="Seconds between reconciling subscribers with the backend pool."
     )
     tokenize_thread_bytes: int = Field(
-        4096, ge=0, description="kv_cache: a request body of at least this many bytes is "
-        "tokenized (chat template) in a worker thread, not on the event loop; below it the "
-        "thread hop costs about what tokenizing does (0.1 ms; 1.4k tokens cost 1.2 ms).",
+        4096, ge=0, description="kv_cache: a request with at least this many bytes of text "
+        "to encode (a cached static prefix or last turn left out) is tokenized (chat "
+        "template) in a worker thread, not on the event loop; below it the thread hop "
+        "costs about what tokenizing does (0.1 ms; 1.4k tokens cost 1.2 ms).",
     )  # fmt: skip
