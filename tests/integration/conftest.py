@@ -13,7 +13,7 @@ import pytest
 from deploy.local import vllm_server
 from proxy.server.app import create_app
 from proxy.settings import Settings
-from tests.support.servers import ServerThread, free_port, serving
+from tests.support.servers import ServerThread, behind, free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / ".models" / "tiny-llama"
@@ -31,6 +31,7 @@ def start_vllm(model_dir: Path, name: str, port: int | None = None) -> vllm_serv
         model_dir, port=port, venv=ROOT / ".venv-vllm", served_name=name,
         log_path=RUN_DIR / f"vllm-{name}-{port}.log",
     )  # fmt: skip
+    behind(server.pid)
     try:
         vllm_server.wait_healthy(server, timeout=300)
     except Exception:

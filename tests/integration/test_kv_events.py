@@ -31,7 +31,7 @@ from proxy.routing.kv.subscriber import KvSubscriber
 from proxy.routing.kv.subscriptions import KvSubscriptions
 from proxy.settings import KvEventsSettings
 from tests.integration.conftest import ROOT, RUN_DIR, TINY
-from tests.support.servers import free_port
+from tests.support.servers import behind, free_port
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(900)
@@ -53,6 +53,7 @@ class Replica:
             log_path=RUN_DIR / f"vllm-kv-{self.http}.log",
             extra_args=[*FLAGS, *vllm_server.kv_events_args(self.pub, self.replay, "kv")],
         )  # fmt: skip
+        behind(self.server.pid)
         try:
             vllm_server.wait_healthy(self.server, timeout=400)
         except Exception:
