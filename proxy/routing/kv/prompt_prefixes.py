@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from proxy.routing.kv.prefix_chain import StaticPrefix
 
 STATIC_ROLES = ("system", "developer")
+MAX_BYTES = 64 << 20  # a cache's text, keys and ids: 16 MiB bodies must not fill memory
+GEN_PROMPTS = 32  # generation prompts kept (one per chat_template_kwargs a client sends)
 
 
 class Template(Protocol):
@@ -41,12 +43,47 @@ class Template(Protocol):
     def encode(self, text: str, special: bool = False) -> list[int]: ...
 
 
+class Lru:
+    """Prefixes by key, least recently used out first, bounded in entries and in bytes
+    (the prefix's own text twice, the key holds its messages too, and 8 bytes an id)."""
+
+    def __init__(self, entries: int, max_bytes: int = MAX_BYTES):
+        self.entries, self.max_bytes, self.bytes = entries, max_bytes, 0
+        self.items: OrderedDict[tuple, StaticPrefix] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __contains__(self, key: tuple | None) -> bool:
+        return key in self.items
+
+    def values(self):
+        return self.items.values()
+
+    def get(self, key: tuple | None) -> StaticPrefix | None:
+        prefix = self.items.get(key) if key is not None else None
+        if prefix is not None:
+            self.items.move_to_end(key)
+        return prefix
+
+    def put(self, key: tuple | None, prefix: StaticPrefix) -> None:
+        if key is None or _weight(prefix) > self.max_bytes:
+            return
+        old = self.items.pop(key, None)
+        self.bytes += _weight(prefix) - (_weight(old) if old is not None else 0)
+        self.items[key] = prefix
+        while len(self.items) > self.entries or self.bytes > self.max_bytes:
+            self.bytes -= _weight(self.items.popitem(last=False)[1])
+
+
+def _weight(prefix: StaticPrefix) -> int:
+    return 2 * len(prefix.own_text) + 8 * len(prefix.own)
+
+
 class PromptPrefixes:
     def __init__(self, template: Template, static_entries: int = 256, turn_entries: int = 1024):
         self.template = template
-        self.static: OrderedDict[tuple, StaticPrefix] = OrderedDict()
-        self.turns: OrderedDict[tuple, StaticPrefix] = OrderedDict()
-        self.bounds = {id(self.static): static_entries, id(self.turns): turn_entries}
+        self.static, self.turns = Lru(static_entries), Lru(turn_entries)
         self.gen_prompts: dict[str, tuple[str, list[int]]] = {}
 
     def longest(self, messages: list[dict], body: dict[str, Any],
@@ -57,24 +94,22 @@ class PromptPrefixes:
         n = static_count(messages)
         static = self._static(messages[:n], body, text) if 0 < n < len(messages) else None
         for k in _cuts(messages, n):
-            key = self._turn_key(static, messages, n, k, body)
-            turn = self.turns.get(key) if key is not None else None
+            turn = self.turns.get(self._turn_key(static, messages, n, k, body))
             if turn is not None and self.exact(text, turn):
-                self.turns.move_to_end(key)
                 return turn, static
         return static, static
 
     def _static(self, messages: list[dict], body: dict[str, Any], text: str) -> StaticPrefix | None:
         key = message_key(messages, body)
-        static = self.static.get(key) if key is not None else None
+        static = self.static.get(key)
         if static is not None and self.exact(text, static):
-            self.static.move_to_end(key)
             return static
         rendered = self.template.render(messages, body, False)
-        if not text.startswith(rendered) or not text.startswith(self.template.specials,
-                                                                 len(rendered)):  # fmt: skip
+        if not text.startswith(rendered) or not self._cut(text, len(rendered)):
             return None
-        return self._store(self.static, key, rendered, self.template.encode(rendered))
+        static = StaticPrefix(rendered, self.template.encode(rendered))
+        self.static.put(key, static)
+        return static
 
     def remember(self, messages: list[dict], body: dict[str, Any], text: str, ids: list[int],
                  static: StaticPrefix | None) -> StaticPrefix | None:  # fmt: skip
@@ -85,9 +120,9 @@ class PromptPrefixes:
         if n == len(messages) or not tail or not text.endswith(suffix) or ids[-len(tail) :] != tail:
             return None  # the prompt starts with a special token: the cut before it is exact
         start, at = (static.size, static.text_len) if static is not None else (0, 0)
-        key = self._turn_key(static, messages, n, len(messages), body)
-        return self._store(self.turns, key, text[at : -len(suffix)],
-                           array("I", ids[start : -len(tail)]), static)  # fmt: skip
+        turn = StaticPrefix(text[at : -len(suffix)], array("I", ids[start : -len(tail)]), static)
+        self.turns.put(self._turn_key(static, messages, n, len(messages), body), turn)
+        return turn
 
     def cached_cut(self, messages: list[dict], body: dict[str, Any]) -> int:
         """How many leading messages a cached prefix covers (0: none)."""
@@ -101,15 +136,18 @@ class PromptPrefixes:
     def exact(self, text: str, prefix: StaticPrefix) -> bool:
         """`prefix` starts `text` and the rest starts with a special token (split off
         before BPE, so no merge crosses the cut)."""
-        return prefix.starts(text) and text.startswith(self.template.specials, prefix.text_len)
+        return prefix.starts(text) and self._cut(text, prefix.text_len)
+
+    def _cut(self, text: str, at: int) -> bool:
+        return text.startswith(self.template.specials, at)
 
     def _turn_key(self, static: StaticPrefix | None, messages: list[dict], n: int, k: int,
                   body: dict[str, Any]) -> tuple | None:  # fmt: skip
         """A turn's key: its static prefix (the cached object, else the static messages)
         and the messages after it up to `k`."""
-        rest = message_key(messages[n:k], body)
         if static is None:
             return message_key(messages[:k], body)
+        rest = message_key(messages[n:k], body)
         return (static, rest) if rest is not None else None
 
     def _generation_prompt(self, body: dict[str, Any]) -> tuple[str, list[int]]:
@@ -125,18 +163,10 @@ class PromptPrefixes:
                     found = (full[len(bare) :], self.template.encode(full[len(bare) :]))
             except Exception:  # noqa: BLE001 - a template that needs more than a user turn
                 pass
+            if len(self.gen_prompts) >= GEN_PROMPTS:  # a client's arbitrary kwargs
+                del self.gen_prompts[next(iter(self.gen_prompts))]
             self.gen_prompts[key] = found
         return self.gen_prompts[key]
-
-    def _store(self, cache: OrderedDict, key: tuple | None, text: str, ids: Any,
-               head: StaticPrefix | None = None) -> StaticPrefix:  # fmt: skip
-        prefix = StaticPrefix(text, ids, head)
-        if key is not None:
-            cache[key] = prefix
-            cache.move_to_end(key)
-            if len(cache) > self.bounds[id(cache)]:
-                cache.popitem(last=False)
-        return prefix
 
 
 def static_count(messages: list[dict[str, Any]]) -> int:

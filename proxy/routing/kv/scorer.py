@@ -34,11 +34,12 @@ The token ids are computed before ranking (`prepare`, awaited by Router.prepare)
 in a worker thread when at least `thread_bytes` (kv_events.tokenize_thread_bytes) of
 text would be encoded, so a long conversation's template and BPE never hold the
 event loop (and with it every stream relaying and every subscriber); inline below,
-where the thread hop costs about what the tokenizing does. A static prefix already
-cached (proxy/routing/kv/chat_tokens.py) does not count: a 6k-token tenant context
-costs 0.2 ms then, and under load a thread hop waits for the GIL behind the loop
-(up to its 5 ms switch interval). Its chain hashes are cached with it
-(proxy/routing/kv/prefix_chain.py), so only the blocks after it are hashed. A request ranked without
+where the thread hop costs about what the tokenizing does. A prefix already cached
+(a static prefix or a conversation's last turn, proxy/routing/kv/prompt_prefixes.py)
+does not count: a 6k-token tenant context costs 0.2 ms then, and under load a thread
+hop waits for the GIL behind the loop (up to its 5 ms switch interval). Its chain
+hashes are cached with it (proxy/routing/kv/prefix_chain.py), so only the blocks after
+it are hashed. A request ranked without
 `prepare` (warm-up's replays) is tokenized inline, as before.
 
 Composes with `load` and the `bounded` picker like any scorer, named in

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from proxy.routing.kv import prompt_prefixes
 from proxy.routing.kv.chat_tokens import ChatTokenizer
+from proxy.routing.kv.prefix_chain import StaticPrefix
+from proxy.routing.kv.prompt_prefixes import Lru
 
 TINY = Path(__file__).resolve().parents[5] / ".models" / "tiny-llama"
 pytestmark = pytest.mark.skipif(not (TINY / "tokenizer.json").exists(), reason="make setup")
@@ -79,3 +82,19 @@ def test_a_template_kwarg_that_changes_the_generation_prompt_is_found_apart():
     kwargs = {**plain, "chat_template_kwargs": {"enable_thinking": False}}
     assert tok.chat(plain) == whole(tok, plain) and tok.chat(kwargs) == whole(tok, kwargs)
     assert len(tok.prefixes.gen_prompts) == 2
+
+
+def test_the_caches_are_bounded_in_bytes_as_well_as_entries():
+    lru = Lru(entries=10, max_bytes=1000)
+    for n in range(4):
+        lru.put((n,), StaticPrefix("x" * 100, [1] * 20))  # 360 bytes each
+    assert list(lru.items) == [(2,), (3,)] and lru.bytes == 720
+    lru.put(("huge",), StaticPrefix("x" * 600, []))  # alone over the bound: not kept
+    assert ("huge",) not in lru and lru.bytes == 720
+
+
+def test_a_client_cannot_grow_the_generation_prompts_without_bound():
+    tok = ChatTokenizer(str(TINY))
+    for n in range(prompt_prefixes.GEN_PROMPTS + 5):
+        tok.chat({"messages": [QUESTION], "chat_template_kwargs": {"junk": n}})
+    assert len(tok.prefixes.gen_prompts) == prompt_prefixes.GEN_PROMPTS
