@@ -2,7 +2,7 @@
 
 The kv_cache scorer hashes every full block of a request (proxy/routing/kv/chain.py):
 about 400 blake2b calls for a 6.5k-token prompt, 0.55 ms on one core of the bench host
-(AMD EPYC), the largest part of what precise routing costs a request. Most of those
+(Intel Xeon), the largest part of what precise routing costs a request. Most of those
 blocks are the static prefix (the system prompt, a tenant's shared context) that
 chat_tokens already tokenizes once and caches. Its chain depends only on its ids, the
 block size and the first block's extra keys (the cache_salt), so it is kept beside the
