@@ -117,8 +117,12 @@ def test_every_metric_the_dashboard_queries_is_on_a_live_ragtrim():
             httpx.Client(base_url=proxy.url, timeout=30) as client,
         ):
             wait_ready(client)
+            # chunks 5 ms apart: sent at once, a fast machine reads a whole stream in one
+            # read, its first and last chunk share a timestamp and it has no TPOT (once in CI)
+            paced = {"stub": {"chunk_delay": 0.005}}
             for n in range(2):  # the second one hits the (simulated) prefix cache
-                with client.stream("POST", "/v1/chat/completions", json=rag_request(True)) as r:
+                with client.stream("POST", "/v1/chat/completions",
+                                   json=rag_request(True, paced)) as r:  # fmt: skip
                     assert r.status_code == 200, r.read()
                     # the second goes as sent: vLLM holds it (issue 29's skip:cached)
                     assert r.headers["x-ragtrim-tokens-before" if n == 0 else "x-ragtrim-decision"]
