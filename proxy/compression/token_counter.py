@@ -8,6 +8,7 @@ and the `name` says so.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from pathlib import Path
 
 from compressors import ApproxTokenCounter, HFTokenCounter
@@ -41,17 +42,19 @@ class TargetTokenCounter:
         return self._resolve()(text)
 
 
-def local_model_root(pool: EndpointPool, model: str | None = None) -> str | None:
+def local_model_root(pool: EndpointPool, model: str | None = None,
+                     known: Container[str] = ()) -> str | None:  # fmt: skip
     """A model root (its tokenizer.json) on this machine, from the backends' cards.
 
     Every healthy backend's cards, not the pool's merged view (first backend wins per
     model id there): one replica's root may be local when another's is not. `model`
-    narrows to the cards of that served name."""
+    narrows to the cards of that served name. Roots in `known` (tokenizers already
+    loaded from them) are taken without a stat: the kv scorer asks for every request."""
     for ep in pool.healthy():
         for card in ep.model_cards:
             if model is not None and card.get("id") != model:
                 continue
             root = card.get("root") or ""
-            if root and (Path(root) / "tokenizer.json").exists():
+            if root and (root in known or (Path(root) / "tokenizer.json").exists()):
                 return root
     return None

@@ -21,6 +21,7 @@ from proxy.context import RequestContext
 from proxy.routing.router import Cycle
 
 _PERSON = b"ragtrim-hrw-v1"  # blake2b personalisation: a version for the hash itself
+_M64 = (1 << 64) - 1
 
 
 def _canonical_url(url: str) -> str:
@@ -34,6 +35,16 @@ def hrw_weight(key: str, url: str) -> int:
     digest.update(b"\x00")
     digest.update(_canonical_url(url).encode())
     return int.from_bytes(digest.digest(), "big")
+
+
+def mix64(x: int) -> int:
+    """splitmix64's finalizer (Steele et al., 2014): 64 well-mixed bits from 64, for a
+    rendezvous weight of an int key and a URL's own weight, `mix64(key ^ weight)`:
+    about 1 µs, against a blake2b per URL (the kv scorer does 16 per request)."""
+    x &= _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
 
 
 class PrefixAffinity:

@@ -52,6 +52,13 @@ class ChatTokenizer:
         from transformers import AutoTokenizer  # the `compress` extra; absent = no ids
 
         self.tok = AutoTokenizer.from_pretrained(root)
+        # A fast tokenizer's Rust encoder gives `tok.encode`'s ids without its ~0.1 ms
+        # of Python per call (argument checks, BatchEncoding), on every request.
+        fast = self.tok.is_fast and not getattr(self.tok, "split_special_tokens", False)
+        self._rust = self.tok.backend_tokenizer if fast else None
+        if self._rust is not None:  # as tok.encode leaves it (a tokenizer.json may set them)
+            self._rust.no_truncation()
+            self._rust.no_padding()
         added = {t.content for t in self.tok.added_tokens_decoder.values()}
         self.specials = tuple(sorted(set(self.tok.all_special_tokens) | added))
         self.prefixes = PromptPrefixes(self, cache_entries, turn_entries)
@@ -66,6 +73,8 @@ class ChatTokenizer:
                                             add_generation_prompt=gen, **kwargs)  # fmt: skip
 
     def encode(self, text: str, special: bool = False) -> list[int]:
+        if self._rust is not None:
+            return self._rust.encode(text, add_special_tokens=special).ids
         return self.tok.encode(text, add_special_tokens=special)
 
     def chat(self, body: dict[str, Any]) -> TokenIds:
@@ -113,7 +122,7 @@ class RequestTokens:
     def tokenizer(self, model: str | None, wait: bool = True) -> ChatTokenizer | None:
         """compression.tokenizer when set (a gateway whose pods do not share the model
         volume ships the tokenizer dir), else the backend's local model root."""
-        root = self.explicit_dir or local_model_root(self.pool, model)
+        root = self.explicit_dir or local_model_root(self.pool, model, self._by_root)
         if root is None:
             return None
         if root in self._by_root:

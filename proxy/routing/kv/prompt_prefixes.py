@@ -153,7 +153,8 @@ class PromptPrefixes:
     def _generation_prompt(self, body: dict[str, Any]) -> tuple[str, list[int]]:
         """The text the template adds for add_generation_prompt, and its ids, once per
         chat_template_kwargs (Qwen3's enable_thinking changes it); ("", []) if unknown."""
-        key = json.dumps(body.get("chat_template_kwargs") or {}, sort_keys=True, default=str)
+        kwargs = body.get("chat_template_kwargs")
+        key = json.dumps(kwargs, sort_keys=True, default=str) if kwargs else ""
         if key not in self.gen_prompts:
             probe, found = [{"role": "user", "content": "x"}], ("", [])
             try:

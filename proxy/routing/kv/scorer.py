@@ -54,7 +54,7 @@ from typing import NamedTuple
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
-from proxy.routing.affinity import PrefixAffinity, hrw_weight
+from proxy.routing.affinity import PrefixAffinity, hrw_weight, mix64
 from proxy.routing.kv.chain import block_hash, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
@@ -64,6 +64,7 @@ from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
 from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
+MAX_URLS = 4096  # URL weights kept for the tie term
 
 
 class Share(NamedTuple):
@@ -88,6 +89,7 @@ class KvCacheScorer:
         self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.affinity = PrefixAffinity()
         self.reuse = Reuse()
+        self._url_weights: dict[str, int] = {}
         self.on_fallback = on_fallback or (lambda reason: None)
 
     async def prepare(self, ctx: RequestContext) -> None:
@@ -167,6 +169,16 @@ class KvCacheScorer:
         for s in {s.size: s for s in (shares or {}).values()}.values():
             self.reuse.learn(sampled(s.hashes))
 
+    def _tie(self, block: int, url: str) -> float:
+        """`url`'s rendezvous weight in [0, 1) for the request's last block, the same in
+        every ragtrim process; the URL's part is hashed once."""
+        seed = self._url_weights.get(url)
+        if seed is None:
+            if len(self._url_weights) >= MAX_URLS:  # churn: replicas come and go
+                self._url_weights.clear()
+            seed = self._url_weights[url] = hrw_weight("", url)
+        return mix64(block ^ seed) / 2**64
+
     def score(
         self, ctx: RequestContext, endpoints: Sequence[Endpoint], cycle: Cycle | None = None
     ) -> dict[Endpoint, float]:
@@ -180,8 +192,7 @@ class KvCacheScorer:
         if shares and max(s.share for s in shares.values()) == 0:
             self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
             return self.affinity.score(ctx, endpoints)
-        scores = {ep: (1 - TIE_WEIGHT) * share
-                  + TIE_WEIGHT * hrw_weight(str(hashes[-1]), ep.url) / 2**64
+        scores = {ep: (1 - TIE_WEIGHT) * share + TIE_WEIGHT * self._tie(hashes[-1], ep.url)
                   for ep, (share, hashes, *_) in shares.items()}  # fmt: skip
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:

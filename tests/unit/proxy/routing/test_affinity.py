@@ -113,3 +113,11 @@ def test_no_prefix_key_means_no_preference():
     endpoints = [Endpoint(url, healthy=True) for url in URLS]
     assert set(PrefixAffinity().score(ctx(None), endpoints).values()) == {0.0}
     assert PrefixAffinity().score(ctx("k"), []) == {}
+
+
+def test_mix64_is_splitmix64s_finalizer():
+    """Its published first output for seed 0 (state + golden gamma, then mixed)."""
+    from proxy.routing.affinity import mix64
+
+    assert mix64(0x9E3779B97F4A7C15) == 0xE220A8397B1DCDAF
+    assert mix64(0) == 0 and 0 <= mix64(2**70 + 5) < 2**64

@@ -85,3 +85,21 @@ def test_without_wait_a_cold_tokenizer_loads_on_a_thread_and_gives_no_ids_yet():
     assert tokens.ids("chat", body, "tiny-llama", wait=False) == tokens.ids(
         "chat", body, "tiny-llama"
     )
+
+
+def test_encode_gives_the_tokenizers_own_ids():
+    """ChatTokenizer encodes with the Rust tokenizer directly: the ids tok.encode gives."""
+    tok = ChatTokenizer(str(TINY))
+    assert tok._rust is not None
+    texts = ["Hello there", "", "<s>[INST] Hi [/INST]", " leading space\n\ttabs", "日本語 ok"]
+    for text in texts:
+        for special in (False, True):
+            assert tok.encode(text, special) == tok.tok.encode(text, add_special_tokens=special)
+
+
+def test_a_loaded_root_is_found_without_looking_at_the_disk(tmp_path):
+    from proxy.compression.token_counter import local_model_root
+
+    p = pool(str(tmp_path))  # no tokenizer.json there
+    assert local_model_root(p, "tiny-llama") is None
+    assert local_model_root(p, "tiny-llama", known={str(tmp_path)}) == str(tmp_path)

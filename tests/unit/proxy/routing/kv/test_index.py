@@ -134,3 +134,13 @@ def test_a_cleared_cache_has_room_again():
     assert index.roomy([URL], 60.0) == set()
     index.apply(URL, [AllBlocksCleared()])
     assert index.roomy([URL], 60.0) == {URL}
+
+
+def test_leading_counts_from_the_first_block_to_the_first_miss():
+    tokens = list(range(16))
+    index = KvIndex()
+    index.apply(URL, [stored([b"x1", b"x2", b"x3", b"x4"], tokens)])
+    state, ours = index.backend(URL), chain(tokens, B)
+    assert state.leading(ours) == 4 and state.leading(ours[:2]) == 2 and state.leading([]) == 0
+    assert state.leading([*ours[:3], 12345, ours[3]]) == 3
+    assert state.leading([12345, *ours]) == 0
