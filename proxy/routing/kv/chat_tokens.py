@@ -53,7 +53,9 @@ class ChatTokenizer:
 
         self.tok = AutoTokenizer.from_pretrained(root)
         # A fast tokenizer's Rust encoder gives `tok.encode`'s ids without its ~0.1 ms
-        # of Python per call (argument checks, BatchEncoding), on every request.
+        # of Python per call (argument checks, BatchEncoding), on every request. Its
+        # encode_batch, as tok.encode calls it: Tokenizer.encode holds the GIL (a 6k-token
+        # context encoded on a worker thread would stall the loop and every subscriber).
         fast = self.tok.is_fast and not getattr(self.tok, "split_special_tokens", False)
         self._rust = self.tok.backend_tokenizer if fast else None
         if self._rust is not None:  # as tok.encode leaves it (a tokenizer.json may set them)
@@ -74,7 +76,7 @@ class ChatTokenizer:
 
     def encode(self, text: str, special: bool = False) -> list[int]:
         if self._rust is not None:
-            return self._rust.encode(text, add_special_tokens=special).ids
+            return self._rust.encode_batch([text], add_special_tokens=special)[0].ids
         return self.tok.encode(text, add_special_tokens=special)
 
     def chat(self, body: dict[str, Any]) -> TokenIds:

@@ -103,3 +103,27 @@ def test_a_loaded_root_is_found_without_looking_at_the_disk(tmp_path):
     p = pool(str(tmp_path))  # no tokenizer.json there
     assert local_model_root(p, "tiny-llama") is None
     assert local_model_root(p, "tiny-llama", known={str(tmp_path)}) == str(tmp_path)
+
+
+def test_encoding_on_a_thread_lets_the_loop_run():
+    """Long texts are encoded on a worker thread so the event loop goes on meanwhile:
+    the encoder must release the GIL (tokenizers' Tokenizer.encode does not; its
+    encode_batch does). Held, the main thread would run about once per encode."""
+    import threading
+
+    tok = ChatTokenizer(str(TINY))
+    text = " ".join(f"w{i * 7919 % 10**6}" for i in range(20_000))
+    done, turns = threading.Event(), 0
+
+    def work():
+        for _ in range(5):
+            tok.encode(text)
+        done.set()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    while not done.is_set():
+        turns += 1
+        done.wait(0.0005)
+    worker.join()
+    assert turns > 50
