@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cache.prefixes import PrefixRegistry
@@ -60,6 +61,10 @@ from proxy.upstream.transport import AiohttpTransport, Transport
 log = logging.getLogger("ragtrim")
 
 
+def _nothing() -> None:
+    pass
+
+
 @dataclass
 class Components:
     settings: Settings
@@ -77,6 +82,7 @@ class Components:
     ops: Operations  # tracing, access log, accounting, quotas (issue 22)
     discovery: Discovery | None = None
     kv: KvRouting | None = None  # KV-event routing (issue 20)
+    on_loaded: Callable[[], None] = _nothing  # after a long-lived load (proxy/server/heap.py)
     _warming: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -90,6 +96,7 @@ class Components:
     async def _warm_engine(self) -> None:
         try:
             await self.compression.warm(self.settings.compression.torch_threads)
+            self.on_loaded()  # the model lives as long as the process (proxy/server/heap.py)
         except Exception as exc:  # noqa: BLE001 - logged; requests fail open
             log.warning("compressor %s failed to load: %r", self.compression.name, exc)
 
@@ -214,6 +221,7 @@ def build(
     transport: Transport | None = None,
     store: KVStore | None = None,
     compressor: Compressor | None = None,
+    on_loaded: Callable[[], None] | None = None,
 ) -> Components:
     metrics = Metrics()
     static_backends, dns_targets = split_backends(settings.backends)
@@ -229,7 +237,8 @@ def build(
     engine, gate, stable = compression.engine, compression.gate, compression.stable
     stages = make_stages(settings, tenant, compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
-    kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer)
+    on_loaded = on_loaded or _nothing
+    kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer, on_loaded)
     router = build_router(settings.routing, metrics, panic=settings.health.panic, kv=kv,
                           retry_after_s=settings.admission.retry_after_s)  # fmt: skip
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl_s,
@@ -248,4 +257,5 @@ def build(
         store=store, compression=compression, prefixes=prefixes, feedback=feedback,
         forwarder=forwarder, transport=transport, tenant=tenant, ops=ops, discovery=discovery,
         ingest=Ingest(engine, c.rate, c.limits, settings.requests.max_question_chars), kv=kv,
+        on_loaded=on_loaded,
     )  # fmt: skip

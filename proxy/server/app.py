@@ -19,7 +19,7 @@ Tests inject `transport` (a proxy.upstream.transport.Transport), `store` and
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -78,8 +78,11 @@ def create_app(
     transport: Transport | None = None,
     store: KVStore | None = None,
     compressor: Compressor | None = None,
+    on_loaded: Callable[[], None] | None = None,
 ) -> ASGIApp:
-    parts = build(settings, transport=transport, store=store, compressor=compressor)
+    """`on_loaded`: called after each load of long-lived objects (proxy/server/heap.py)."""
+    parts = build(settings, transport=transport, store=store, compressor=compressor,
+                  on_loaded=on_loaded)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -22,7 +22,6 @@ on and waits for every worker to drain.
 
 from __future__ import annotations
 
-import gc
 import logging
 import multiprocessing
 import signal
@@ -32,6 +31,7 @@ import time
 from typing import Any
 
 from proxy.http.edge import edge_protocol
+from proxy.server.heap import settle
 from proxy.settings import Settings
 
 log = logging.getLogger("ragtrim.workers")
@@ -75,11 +75,8 @@ def run_one(settings: Settings, sock: socket.socket | None = None) -> None:
 
     logging.getLogger("httpx").setLevel(logging.WARNING)
     sys.setswitchinterval(settings.compression.gil_switch_ms / 1000)  # this process only
-    app = create_app(settings)
-    # What exists now (the imports, the app) lives as long as the process: out of the
-    # collector's sight, a full collection no longer walks it on the event loop (~60 ms
-    # in a built app, seen as a 115 ms /healthz stall on a small request, issue 33).
-    gc.freeze()
+    app = create_app(settings, on_loaded=settle)  # a tokenizer, a compressor: frozen once loaded
+    settle()  # the imports and the app live as long as the process (proxy/server/heap.py)
     options = uvicorn_options(settings, app)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, **options)
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)

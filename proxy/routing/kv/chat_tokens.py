@@ -136,6 +136,11 @@ class RequestTokens:
             threading.Thread(target=self._load, args=(root,), daemon=True).start()
         return None
 
+    def loaded(self, model: str | None) -> bool:
+        """Whether `model`'s tokenizer is loaded (or known to be missing)."""
+        root = self.explicit_dir or local_model_root(self.pool, model, self._by_root)
+        return root is not None and root in self._by_root
+
     def _load(self, root: str) -> ChatTokenizer | None:
         with self._lock:
             if root not in self._by_root:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import zip_longest
 
 MAX_FANOUT = 32
 STRIDE = 8  # blocks a segment: 128 tokens at vLLM's default block size
@@ -87,22 +88,33 @@ class Reuse:
 
     def reuse(self, hashes: Sequence[int]) -> list[int]:
         """Each block's reuse (>= 1): the largest fan-out at or below it."""
-        out, widest = [0] * len(hashes), 1
-        for i in range(len(hashes) - 1, -1, -1):
-            widest = max(widest, self.fanout(hashes[i]))
+        return self.profile(hashes)[0]
+
+    def profile(self, hashes: Sequence[int]) -> tuple[list[int], list[float]]:
+        """Each block's reuse and traffic, one lookup a block (every request pays it)."""
+        entries = list(map(self.blocks.get, hashes))
+        out, widest = [1] * len(entries), 1
+        for i in range(len(entries) - 1, -1, -1):
+            kids = entries[i][0] if entries[i] is not None else None
+            if kids is not None:
+                widest = max(widest, len(kids) if isinstance(kids, set) else 1)
             out[i] = widest
-        return out
+        now = self.requests
+        traffic = [0.0 if e is None else e[2] / max(1, now - e[1]) for e in entries]
+        return out, traffic
 
     def learn(self, hashes: Sequence[int]) -> None:
         """Count one request through the chain (after pricing it)."""
-        for i, block in enumerate(hashes):
-            entry = self.blocks.get(block)
+        blocks, now = self.blocks, self.requests
+        for block, child in zip_longest(hashes, hashes[1:]):  # the last has no child
+            entry = blocks.get(block)
             if entry is None:
-                entry = self.blocks[block] = [None, self.requests, 0]
+                entry = blocks[block] = [None, now, 0]  # new: already the most recent
+            else:
+                blocks.move_to_end(block)
             entry[2] += 1
-            if i + 1 < len(hashes):
-                _add_child(entry, hashes[i + 1])
-            self.blocks.move_to_end(block)
+            if child is not None:
+                _add_child(entry, child)
         self.requests += 1
         while len(self.blocks) > self.max_blocks:
             self.blocks.popitem(last=False)
@@ -150,7 +162,7 @@ def prices(reuse: Reuse, hashes: Sequence[int], leading: Sequence[int], block_si
         holders[min(len(marks), n // STRIDE)] += 1
     for j in range(len(marks) - 1, -1, -1):
         holders[j] += holders[j + 1]
-    shared = reuse.reuse(marks)
-    units = [block_size / shared[j] if reuse.traffic(h) * candidates > holders[j + 1]
-             else block_size for j, h in enumerate(marks)]  # fmt: skip
+    shared, traffic = reuse.profile(marks)
+    units = [block_size / shared[j] if traffic[j] * candidates > holders[j + 1]
+             else block_size for j in range(len(marks))]  # fmt: skip
     return Prices(units, len(hashes), block_size)

@@ -9,6 +9,7 @@ starts/stops its subscriptions with the app's lifespan.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.backends.endpoint import Endpoint, EndpointPool
@@ -25,6 +26,7 @@ class KvRouting:
     index: KvIndex
     tokens: RequestTokens
     subscriptions: KvSubscriptions
+    on_loaded: Callable[[], None] = lambda: None  # a tokenizer loaded (the app's hook)
 
     async def start(self) -> None:
         await self.subscriptions.start()
@@ -35,9 +37,14 @@ class KvRouting:
     async def warm(self, ep: Endpoint) -> None:
         """A backend turned healthy: load its model's tokenizer and template off the
         event loop (the first request would block the loop for seconds, and with it
-        every subscriber: events queue, their lag grows)."""
+        every subscriber: events queue, their lag grows). A new tokenizer is then
+        reported to `on_loaded` (a served process freezes it: proxy/server/heap.py)."""
         for card in ep.model_cards:
-            await asyncio.to_thread(self._load, card.get("id"))
+            model = card.get("id")
+            fresh = not self.tokens.loaded(model)
+            await asyncio.to_thread(self._load, model)
+            if fresh and self.tokens.loaded(model):
+                self.on_loaded()
 
     def _load(self, model: str | None) -> None:
         tok = self.tokens.tokenizer(model)
@@ -45,8 +52,8 @@ class KvRouting:
             tok.chat({"messages": [{"role": "user", "content": "warm"}]})
 
 
-def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics,
-             tokenizer_dir: str) -> KvRouting | None:  # fmt: skip
+def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics, tokenizer_dir: str,
+             on_loaded: Callable[[], None] = lambda: None) -> KvRouting | None:  # fmt: skip
     if not settings.enabled:
         return None
     index = KvIndex(settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc,
@@ -56,4 +63,4 @@ def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics,
     hooks = Hooks(lag=m.kv_event_lag.observe, resync=lambda why: m.kv_resyncs.labels(why).inc(),
                   batch=m.kv_batches.inc, bad=m.kv_bad_messages.inc)  # fmt: skip
     tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe, explicit_dir=tokenizer_dir)
-    return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks))
+    return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks), on_loaded)

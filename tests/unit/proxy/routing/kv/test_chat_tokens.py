@@ -62,9 +62,13 @@ async def test_kv_warm_loads_the_tokenizer_off_the_loop():
     from proxy.settings import KvEventsSettings
 
     p = pool(str(TINY))
-    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics(), "")
+    loads: list[int] = []
+    kv = build_kv(KvEventsSettings(enabled=True), p, Metrics(), "", lambda: loads.append(1))
     await kv.warm(p.endpoints[0])
-    assert kv.tokens._by_root[str(TINY)] is not None
+    assert kv.tokens._by_root[str(TINY)] is not None and kv.tokens.loaded("tiny-llama")
+    assert loads == [1]  # the app's hook: a served process freezes the new tokenizer
+    await kv.warm(p.endpoints[0])  # known already: a health flap reports nothing
+    assert loads == [1]
 
 
 def test_without_wait_a_cold_tokenizer_loads_on_a_thread_and_gives_no_ids_yet():

@@ -57,6 +57,8 @@ def test_traffic_is_the_share_of_requests_since_a_block_was_first_seen():
     assert reuse.traffic(SYSTEM[0]) == 3 / 6
     assert reuse.traffic(100) == 1 / 6 and reuse.traffic(200) == 1 / 4
     assert reuse.traffic(12345) == 0.0
+    chain = [*SYSTEM, 100, 12345]  # profile: both, one lookup a block, as the pricing reads them
+    assert reuse.profile(chain) == (reuse.reuse(chain), [reuse.traffic(h) for h in chain])
 
 
 def test_prices_charge_a_segment_s_blocks_its_unit_and_the_tail_in_full():

@@ -1,0 +1,29 @@
+"""Keeping CPython's collector off what lives as long as the process.
+
+A full (generation 2) collection walks every tracked object, on the event loop, while
+every stream waits. What a built app holds (~60 ms to walk, seen as a 115 ms /healthz
+stall, issue 33) is frozen once the app is built. Loads after that add as much again:
+a tokenizer (transformers imports its modules lazily; ~270k tracked objects after KV
+routing loaded one) or a compressor. Under bench.fleet's 16-replica load both proxies
+then ran 6 full collections per 25 s, ~500 ms in all, single pauses up to 166 ms;
+settled after the loads, none ran and the longest pause was 10 ms (2026-12-04, 2 cores).
+
+`settle()` runs in a served process only (workers.run_one; a test that builds an app in
+its own process keeps its heap as it is): once the app is built, and as the app's
+`on_loaded` hook (proxy/components.py) after each such load. The young generations are
+collected first, so the load's temporary garbage is not frozen with it; then everything
+alive moves to the permanent generation (gc.freeze,
+https://docs.python.org/3/library/gc.html#gc.freeze), which no collection walks.
+Requests in flight at that moment are frozen too: reference counting still frees them,
+only a cycle among them would never be collected. So it runs once per load, never per
+request or per health flap.
+"""
+
+from __future__ import annotations
+
+import gc
+
+
+def settle() -> None:
+    gc.collect(1)
+    gc.freeze()
