@@ -225,7 +225,8 @@ def main(argv: list[str] | None = None) -> dict:
         "kv_vs_rendezvous_ttft_p90", "kv_vs_roundrobin_output_tps", "kv_vs_rendezvous_ttft_p50",
         "kv_vs_roundrobin_ttft_p50", "kv_max_mean_load", "light_kv_vs_rendezvous_ttft_p50",
         "light_kv_max_mean_load", "kv_compress_vs_kv_ttft_p50",
-        "kv_event_lag_p99_ms", "kv_vs_random_ttft_p90") if k in result))  # fmt: skip
+        "kv_event_lag_p99_ms", "kv_vs_rendezvous_engine_ttft_p90",
+        "kv_vs_roundrobin_engine_ttft_p50", "kv_vs_random_ttft_p90") if k in result))  # fmt: skip
     return result
 
 

@@ -35,6 +35,14 @@ def test_each_regime_gets_its_own_keys():
     assert rag == {"kv_compress_vs_kv_ttft_p50": 0.7, "kv_compress_errors": 2}
     shared = ratios("shared_context", {"kv": _mode(10, 30, tps=3.0), "roundrobin": _mode(1, 1)})
     assert shared == {"kv_vs_roundrobin_output_tps": 3.0}
+    at_replicas = ratios(
+        "shared_context",
+        {
+            "kv": {**_mode(30), "engine_ttft_p90_ms": 24.0},
+            "rendezvous": {**_mode(28), "engine_ttft_p90_ms": 24.0},
+        },
+    )
+    assert at_replicas["kv_vs_rendezvous_engine_ttft_p90"] == 1.0  # fmt: skip
 
 
 def test_top_level_takes_each_regime_at_its_size_and_the_worst_lag():
