@@ -124,7 +124,7 @@ class RequestTokens:
     def tokenizer(self, model: str | None, wait: bool = True) -> ChatTokenizer | None:
         """compression.tokenizer when set (a gateway whose pods do not share the model
         volume ships the tokenizer dir), else the backend's local model root."""
-        root = self.explicit_dir or local_model_root(self.pool, model, self._by_root)
+        root = self._root(model)
         if root is None:
             return None
         if root in self._by_root:
@@ -138,8 +138,11 @@ class RequestTokens:
 
     def loaded(self, model: str | None) -> bool:
         """Whether `model`'s tokenizer is loaded (or known to be missing)."""
-        root = self.explicit_dir or local_model_root(self.pool, model, self._by_root)
+        root = self._root(model)
         return root is not None and root in self._by_root
+
+    def _root(self, model: str | None) -> str | None:
+        return self.explicit_dir or local_model_root(self.pool, model, self._by_root)
 
     def _load(self, root: str) -> ChatTokenizer | None:
         with self._lock:

@@ -74,17 +74,11 @@ class Reuse:
         self.requests = 0
 
     def fanout(self, block: int) -> int:
-        entry = self.blocks.get(block)
-        if entry is None or entry[0] is None:
-            return 0
-        return len(entry[0]) if isinstance(entry[0], set) else 1
+        return _fanout(self.blocks.get(block))
 
     def traffic(self, block: int) -> float:
         """The share of requests since `block` was first seen that went through it."""
-        entry = self.blocks.get(block)
-        if entry is None:
-            return 0.0
-        return entry[2] / max(1, self.requests - entry[1])
+        return _share(self.blocks.get(block), self.requests)
 
     def reuse(self, hashes: Sequence[int]) -> list[int]:
         """Each block's reuse (>= 1): the largest fan-out at or below it."""
@@ -95,13 +89,9 @@ class Reuse:
         entries = list(map(self.blocks.get, hashes))
         out, widest = [1] * len(entries), 1
         for i in range(len(entries) - 1, -1, -1):
-            kids = entries[i][0] if entries[i] is not None else None
-            if kids is not None:
-                widest = max(widest, len(kids) if isinstance(kids, set) else 1)
+            widest = max(widest, _fanout(entries[i]))
             out[i] = widest
-        now = self.requests
-        traffic = [0.0 if e is None else e[2] / max(1, now - e[1]) for e in entries]
-        return out, traffic
+        return out, [_share(entry, self.requests) for entry in entries]
 
     def learn(self, hashes: Sequence[int]) -> None:
         """Count one request through the chain (after pricing it)."""
@@ -118,6 +108,16 @@ class Reuse:
         self.requests += 1
         while len(self.blocks) > self.max_blocks:
             self.blocks.popitem(last=False)
+
+
+def _fanout(entry: list | None) -> int:
+    if entry is None or entry[0] is None:
+        return 0
+    return len(entry[0]) if isinstance(entry[0], set) else 1
+
+
+def _share(entry: list | None, requests: int) -> float:
+    return 0.0 if entry is None else entry[2] / max(1, requests - entry[1])
 
 
 def _add_child(entry: list, child: int) -> None:
