@@ -73,19 +73,10 @@ class Reuse:
         self.blocks: OrderedDict[int, list] = OrderedDict()  # [children, first, through]
         self.requests = 0
 
-    def fanout(self, block: int) -> int:
-        return _fanout(self.blocks.get(block))
-
-    def traffic(self, block: int) -> float:
-        """The share of requests since `block` was first seen that went through it."""
-        return _share(self.blocks.get(block), self.requests)
-
-    def reuse(self, hashes: Sequence[int]) -> list[int]:
-        """Each block's reuse (>= 1): the largest fan-out at or below it."""
-        return self.profile(hashes)[0]
-
     def profile(self, hashes: Sequence[int]) -> tuple[list[int], list[float]]:
-        """Each block's reuse and traffic, one lookup a block (every request pays it)."""
+        """Each block's reuse (>= 1: the largest fan-out at or below it) and traffic (the
+        share of requests since it was first seen that went through it), one lookup a
+        block (every request pays it)."""
         entries = list(map(self.blocks.get, hashes))
         out, widest = [1] * len(entries), 1
         for i in range(len(entries) - 1, -1, -1):

@@ -16,23 +16,23 @@ def turn(conv: int, n: int) -> list[int]:
 
 
 def test_an_unseen_chain_has_reuse_one_everywhere():
-    assert Reuse().reuse(turn(1, 2)) == [1] * 5
+    assert Reuse().profile(turn(1, 2))[0] == [1] * 5
 
 
 def test_conversations_diverging_after_the_system_prompt_share_it():
     reuse = Reuse()
     for conv in range(1, 6):
         reuse.learn(turn(conv, 1))
-    assert reuse.reuse(turn(6, 1)) == [5, 5, 5, 1]  # a new conversation's first turn
+    assert reuse.profile(turn(6, 1))[0] == [5, 5, 5, 1]  # a new conversation's first turn
 
 
 def test_a_conversation_s_own_history_keeps_reuse_one():
     reuse = Reuse()
     for n in range(1, 6):  # one conversation, five turns, each extending the last
         reuse.learn(turn(1, n))
-    assert reuse.reuse(turn(1, 6)) == [1] * 9
+    assert reuse.profile(turn(1, 6))[0] == [1] * 9
     reuse.learn(turn(2, 1))  # a second conversation branches after the system prompt
-    assert reuse.reuse(turn(1, 6)) == [2, 2, 2, 1, 1, 1, 1, 1, 1]
+    assert reuse.profile(turn(1, 6))[0] == [2, 2, 2, 1, 1, 1, 1, 1, 1]
 
 
 def test_fanout_is_capped_and_the_oldest_blocks_are_forgotten():
@@ -43,7 +43,7 @@ def test_fanout_is_capped_and_the_oldest_blocks_are_forgotten():
     wide = Reuse()
     for conv in range(1, 2 * MAX_FANOUT):
         wide.learn(turn(conv, 1))
-    assert wide.fanout(SYSTEM[-1]) == MAX_FANOUT
+    assert wide.profile([SYSTEM[-1]])[0] == [MAX_FANOUT]
     with pytest.raises(ValueError):
         Reuse(max_blocks=0)
 
@@ -54,11 +54,8 @@ def test_traffic_is_the_share_of_requests_since_a_block_was_first_seen():
     for conv in range(1, 4):
         reuse.learn(turn(conv, 1))
         reuse.learn([50 + conv])  # another tenant's request
-    assert reuse.traffic(SYSTEM[0]) == 3 / 6
-    assert reuse.traffic(100) == 1 / 6 and reuse.traffic(200) == 1 / 4
-    assert reuse.traffic(12345) == 0.0
-    chain = [*SYSTEM, 100, 12345]  # profile: both, one lookup a block, as the pricing reads them
-    assert reuse.profile(chain) == (reuse.reuse(chain), [reuse.traffic(h) for h in chain])
+    _, traffic = reuse.profile([SYSTEM[0], 100, 200, 12345])
+    assert traffic == [3 / 6, 1 / 6, 1 / 4, 0.0]
 
 
 def test_prices_charge_a_segment_s_blocks_its_unit_and_the_tail_in_full():
