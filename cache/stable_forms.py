@@ -16,14 +16,23 @@ the form. Callers put in the fingerprint everything that shapes the form (compre
 version, settings, keep rate) and, as the static prefix, the request's prefix key
 (model, system prompt, tools, tenant salt). Per form, in one hash of a KVStore (Redis
 shares it across replicas; the in-process MemoryStore is the default):
-    form     the texts and token counts, written with HSETNX: the first writer wins,
-             across replicas, and the form never changes while it lives
-    q:<n>    the n-th question seen over it (the first `max_questions`, each cut to
-             MAX_QUESTION_CHARS), HSETNX too
+    form     generation 0: the texts, token counts and the digest of the question it
+             was compressed for, in ONE field written with HSETNX: the first writer
+             wins, across replicas, and the form never changes while it lives
     g<n>     the form grown for a later question (compressors/stable_growth.py: the
-             n-th growth keeps every byte of the (n-1)-th), HSETNX, at most
-             MAX_GENERATIONS; a lookup answers the deepest one present
+             n-th growth keeps every byte of the (n-1)-th), with the digest of the
+             question it was grown for, in one field, HSETNX, at most MAX_GENERATIONS;
+             a lookup answers the deepest one present
+    a:<d>    question digest d was checked against generation <value> and needed
+             nothing more (HSETNX; the first `max_questions` of them)
     uses     a counter whose write restarts the expiry: `ttl` after its last use
+
+Invariant (issue 44): a question counts as asked only when the very generation it was
+checked or grown for is stored. Its digest travels in the same field as the texts it
+was judged against (a lost HSETNX records nothing), or names a generation that is
+stored; every generation keeps all the bytes of the ones before, so a question asked
+of generation k is answered by every deeper one. "Asked" compares digests of the
+whole question (as the segment stage caps it for scoring), never a prefix.
 The key's name is `memo:<tenant tag>:form-<hash>`: a tenant's forms share its fair part
 of the in-process store (cache/keys.py owner_of, issue 33 item 7) and go with its memo.
 
@@ -31,19 +40,22 @@ Fails open (issue 29: "Redis down still gives a safe decision"): a store error, 
 entry that does not decode, or one with the wrong number of texts reads as a miss and
 is reported through `on_error`; `remember` then answers the form it was given.
 
-The caller's walk (proxy/stages/compress.py would wire it):
+The caller's walk (proxy/compression/stable.py):
     key = FormKey(tenant, prefix_key, tuple(documents), fingerprint)
     form = await forms.lookup(key)          # before pricing: a reuse costs no job
-    ... send form.texts, or compress and build a StableForm ...
-    form = await forms.remember(key, form, question)   # after each use
+    form.has_asked(question)                # checked for this very question before?
+    await forms.remember(key, first, question)   # a first form
+    await forms.reuse(key, form, question)       # checked: the form needed nothing
+    await forms.grow(key, grown, question)       # checked: the form grown for it
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from cache.keys import content_key, tenant_tag
@@ -52,11 +64,16 @@ from cache.store import KVStore
 log = logging.getLogger("ragtrim.cache")
 OnError = Callable[[str, BaseException], None]
 # Defaults the settings read (compression.stable_*): a day after its last use, 16
-# questions; a question is kept to its first 2,000 characters (enough to select for).
+# questions recorded as answered by reuse.
 STABLE_FORM_TTL_S = 24 * 3600.0
 MAX_QUESTIONS = 16
-MAX_QUESTION_CHARS = 2000
 MAX_GENERATIONS = 8  # growths per form: each stores its texts again
+
+
+def question_digest(question: str) -> str:
+    """The whole question's digest: two questions are "the same" only byte for byte."""
+    raw = question.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -77,15 +94,19 @@ class FormKey:
 
 @dataclass(frozen=True)
 class StableForm:
-    """`texts`: the compressed documents in their order, the bytes to send. `questions`:
-    those asked over it so far, the first first. `uses`: remembered uses (the store's)."""
+    """`texts`: the compressed documents in their order, the bytes to send. `asked`: the
+    digests of the questions this form (or a shallower generation) was checked for.
+    `uses`: remembered uses (the store's)."""
 
     texts: tuple[str, ...]
     tokens_before: int
     tokens_after: int
-    questions: tuple[str, ...] = ()
+    asked: frozenset[str] = field(default_factory=frozenset)
     uses: int = 0
     generation: int = 0  # 0: as first compressed; n: grown n times
+
+    def has_asked(self, question: str) -> bool:
+        return question_digest(question) in self.asked
 
 
 class StableForms:
@@ -105,80 +126,73 @@ class StableForms:
             return None
         return self._decode(table, len(key.documents))
 
-    async def remember(self, key: FormKey, form: StableForm, question: str | None) -> StableForm:
-        """Keep `form` for `key` unless one is kept already (that one stays: the bytes
-        never change), add `question` to it, restart its expiry. Returns the kept form:
-        the one stored before, else the caller's (when another replica stores one between
-        this read and this write, HSETNX keeps theirs and the next lookup finds it)."""
-        if len(form.texts) != len(key.documents):
-            raise ValueError("a stable form has one text per document")
-        name = key.name
-        try:
-            table = await self.store.hgetall(name)
-            kept = self._decode(table, len(key.documents))
-            if kept is None and "form" in table:
-                return form  # unreadable: not renewed, so it expires
-            await self.store.hincr(name, {"uses": 1}, self.ttl)  # first: never a key without ttl
-            if kept is None:
-                await self.store.hsetnx(name, "form", _encode(form))
-            base = kept or replace(form, questions=())
-            return await self._add_question(name, base, question)
-        except Exception as exc:  # noqa: BLE001 - an outage: the caller's form, unstored
-            self.on_error("remember", exc)
-            return form
+    async def remember(self, key: FormKey, form: StableForm, question: str | None) -> None:
+        """Keep `form`, compressed for `question`, as generation 0 of `key` unless one is
+        kept already (that one stays, and `question` is not recorded for it: it was not
+        checked against it). Fails open: reported, nothing stored."""
+        await self._store(key, "form", form, question, "remember")
 
-    async def grow(self, key: FormKey, form: StableForm, question: str | None) -> StableForm:
-        """Keep `form` as generation `form.generation` of `key` (unless another replica
-        stored that generation first: the next lookup finds theirs) and add `question`.
-        Fails open: the caller's form, unstored."""
+    async def grow(self, key: FormKey, form: StableForm, question: str | None) -> None:
+        """Keep `form`, grown for `question`, as generation `form.generation` of `key`
+        unless another replica stored that generation first (then `question` is not
+        recorded: the next lookup finds theirs, and checks it again)."""
         if not 0 < form.generation <= MAX_GENERATIONS:
             raise ValueError(f"generation {form.generation} outside 1..{MAX_GENERATIONS}")
+        await self._store(key, f"g{form.generation}", form, question, "grow")
+
+    async def reuse(self, key: FormKey, form: StableForm, question: str | None) -> None:
+        """`question` was checked against `form` (as looked up) and needed nothing more:
+        record it for that generation, restart the expiry."""
+        try:
+            await self.store.hincr(key.name, {"uses": 1}, self.ttl)
+            if question is None or len(form.asked) >= self.max_questions:
+                return
+            digest = question_digest(question)
+            if digest not in form.asked:
+                await self.store.hsetnx(key.name, f"a:{digest}", str(form.generation))
+        except Exception as exc:  # noqa: BLE001 - an outage: unrecorded, asked again later
+            self.on_error("reuse", exc)
+
+    async def _store(self, key: FormKey, name: str, form: StableForm, question: str | None,
+                     op: str) -> None:  # fmt: skip
         if len(form.texts) != len(key.documents):
             raise ValueError("a stable form has one text per document")
         try:
-            await self.store.hincr(key.name, {"uses": 1}, self.ttl)
-            await self.store.hsetnx(key.name, f"g{form.generation}", _encode(form))
-            return await self._add_question(key.name, form, question)
+            await self.store.hincr(key.name, {"uses": 1}, self.ttl)  # first: never without ttl
+            await self.store.hsetnx(key.name, name, _encode(form, question))
         except Exception as exc:  # noqa: BLE001 - an outage: the caller's form, unstored
-            self.on_error("grow", exc)
-            return form
-
-    async def _add_question(self, name: str, form: StableForm, question: str | None) -> StableForm:
-        asked = form.questions
-        if question is None or len(asked) >= self.max_questions:
-            return form
-        question = question[:MAX_QUESTION_CHARS]
-        if question in asked:
-            return form
-        await self.store.hsetnx(name, f"q:{len(asked)}", json.dumps(question))  # one of two wins
-        return replace(form, questions=(*asked, question))
+            self.on_error(op, exc)
 
     def _decode(self, table: dict[str, str], documents: int) -> StableForm | None:
-        raw = table.get("form")
-        if raw is None:
+        if "form" not in table:
             return None
         try:
             generation = _deepest(table)
-            if generation:
-                raw = table[f"g{generation}"]
-            data = json.loads(raw)
-            texts = data["texts"]
+            payloads = [json.loads(table[_field(n)]) for n in range(generation + 1)]
+            texts = payloads[-1]["texts"]
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 raise TypeError("texts are not a list of strings")
             if len(texts) != documents:
                 raise ValueError(f"{len(texts)} texts for {documents} documents")
-            return StableForm(tuple(texts), int(data["before"]), int(data["after"]),
-                              _questions(table, self.max_questions),
-                              int(float(table.get("uses", "0"))), generation)  # fmt: skip
-        except (ValueError, TypeError, KeyError) as exc:  # JSONDecodeError is a ValueError
+            asked = _asked(table, payloads, generation)
+            before, after = int(payloads[-1]["before"]), int(payloads[-1]["after"])
+            uses = int(float(table.get("uses", "0")))
+            return StableForm(tuple(texts), before, after, asked, uses, generation)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSON errors too
             self.on_error("decode", exc)
             return None
 
 
-def _encode(form: StableForm) -> str:
-    """JSON, ASCII only: every text comes back as the same code points, so the same bytes."""
+def _field(generation: int) -> str:
+    return f"g{generation}" if generation else "form"
+
+
+def _encode(form: StableForm, question: str | None) -> str:
+    """JSON, ASCII only: every text comes back as the same code points, so the same
+    bytes; the digest of the question it was made for rides in the same field."""
+    asked = [] if question is None else [question_digest(question)]
     return json.dumps({"texts": list(form.texts), "before": form.tokens_before,
-                       "after": form.tokens_after})  # fmt: skip
+                       "after": form.tokens_after, "asked": asked})  # fmt: skip
 
 
 def _deepest(table: dict[str, str]) -> int:
@@ -189,9 +203,11 @@ def _deepest(table: dict[str, str]) -> int:
     return n
 
 
-def _questions(table: dict[str, str], limit: int) -> tuple[str, ...]:
-    """q:0, q:1, ... in order, up to the first gap (a lost race leaves none: HSETNX)."""
-    asked = []
-    while len(asked) < limit and (q := table.get(f"q:{len(asked)}")) is not None:
-        asked.append(json.loads(q))
-    return tuple(asked)
+def _asked(table: dict[str, str], payloads: list[dict], generation: int) -> frozenset[str]:
+    """Digests made with a stored generation, and those reused over one no deeper than
+    `generation` (every generation holds the bytes of the shallower ones)."""
+    asked = {d for p in payloads for d in p.get("asked", []) if isinstance(d, str)}
+    for name, value in table.items():
+        if name.startswith("a:") and value.isdigit() and int(value) <= generation:
+            asked.add(name[2:])
+    return frozenset(asked)

@@ -14,16 +14,22 @@ by sentence, and what the form lacks is added AT THE END of its last document:
 - added in place instead (each sentence inside its own document) would change the
   bytes from the first document that gained one, and every block after it misses:
   about half the form on average, several hundred tokens;
-- the cost of the end: an added sentence sits after the last document instead of in
-  its own, so a sentence that names its source only through its document's position
-  loses that link. Extractive compression already cuts a sentence from its neighbours,
-  and documents that carry their source in their text keep it: the added sentence
-  comes with no source line. The README says so (Differences from vLLM).
+- an added sentence keeps its document's identity (issue 44): the sentences of one
+  document go together under a marker that names it, `[document 3]`, 1-based in the
+  context's order. Without it, a permit's subject sentence appended right after another
+  document's "Not approved ..." read as that document's. The marker costs ~4 tokens a
+  group, all in the uncached tail; regrowing in document order would cost every
+  cached block after the first document that gained a sentence.
+
+A sentence is present when the form holds it as a whole sentence (set membership of
+the form's sentence spans: its own document's form text, or its document's group in
+the tail), never as a substring: "Approved by the city council." is not present
+inside another document's "Not approved by the city council.". A sentence the re-split
+of the form does not give back exactly is added again: a duplicate, never a loss.
 
 What was sent therefore holds every sentence the compressor selected for the question
 (the union of all questions' selections), so the form never keeps less for a question
-than compressing for that question alone would. A sentence is looked for as text, in
-its own document's form text or in the last one (where earlier growth put it).
+than compressing for that question alone would.
 Sentences are the compressor's units (compressors/sentences.py); for a compressor
 that does not cut at sentences (LLMLingua-2 drops words) a "sentence" of its output is
 rarely found verbatim, so the form grows by most of that output: correct, but reuse
@@ -32,12 +38,19 @@ pays little, and the gate prices it (proxy/compression/stable.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compressors.sentences import split_sentences
 
-SEPARATOR = "\n"  # between the last document's text and what is added after it
+SEPARATOR = "\n"  # between the last document's text and each group added after it
+_MARKER = re.compile(r"\n\[document (\d+)\] ")
+
+
+def marker(index: int) -> str:
+    """The line that opens document `index`'s (0-based) group of added sentences."""
+    return f"{SEPARATOR}[document {index + 1}] "
 
 
 @dataclass(frozen=True)
@@ -50,35 +63,60 @@ class Growth:
     added_chars: int
 
 
-def missing_sentences(form: Sequence[str], fresh: Sequence[str]) -> list[str]:
-    """The sentences of `fresh` (per document) found neither in that document's form
-    text nor in the form's last non-empty text, in document order, each once."""
+def missing_sentences(form: Sequence[str], fresh: Sequence[str]) -> list[list[str]]:
+    """Per document, the sentences of its `fresh` text the form lacks as sentences (in
+    its own form text or its group of added ones), in order, each once."""
     if len(form) != len(fresh):
         raise ValueError(f"{len(fresh)} fresh texts for {len(form)} form texts")
-    last = _last_nonempty(form)
-    tail = form[last] if last is not None else ""
-    missing: list[str] = []
-    for own, new in zip(form, fresh, strict=True):
+    present = _present(form)
+    missing: list[list[str]] = []
+    for held, new in zip(present, fresh, strict=True):
+        lacking: list[str] = []
         for start, end in split_sentences(new):
             sentence = new[start:end]
-            if sentence not in own and sentence not in tail and sentence not in missing:
-                missing.append(sentence)
+            if sentence not in held and sentence not in lacking:
+                lacking.append(sentence)
+        missing.append(lacking)
     return missing
 
 
 def grow(form: Sequence[str], fresh: Sequence[str]) -> Growth:
-    """`form` with the sentences of `fresh` it lacks appended to its last document."""
+    """`form` with the sentences of `fresh` it lacks appended after its last document,
+    grouped under their documents' markers."""
     missing = missing_sentences(form, fresh)
-    if not missing:
+    added = sum(map(len, missing))
+    if not added:
         return Growth(tuple(form), 0, 0)
     last = _last_nonempty(form)
     texts = list(form)
-    addition = " ".join(missing)
-    if last is None:  # an empty form (nothing kept): the additions are the first text
-        texts[0] = addition
-    else:
-        texts[last] = texts[last] + SEPARATOR + addition  # every earlier byte kept
-    return Growth(tuple(texts), len(missing), len(addition))
+    if last is None:  # an empty form (nothing kept): each document takes its own
+        for i, lacking in enumerate(missing):
+            texts[i] = " ".join(lacking)
+        return Growth(tuple(texts), added, sum(map(len, texts)))
+    addition = "".join(marker(i) + " ".join(lacking) for i, lacking in enumerate(missing)
+                       if lacking)  # fmt: skip
+    texts[last] = texts[last] + addition  # every earlier byte kept
+    return Growth(tuple(texts), added, len(addition))
+
+
+def _present(form: Sequence[str]) -> list[set[str]]:
+    """Each document's sentences in the form: its own text's, and its added group's
+    (parsed back from the last non-empty text's markers)."""
+    own = list(form)
+    groups: list[list[str]] = [[] for _ in form]
+    last = _last_nonempty(form)
+    if last is not None:
+        parts = _MARKER.split(form[last])
+        own[last] = parts[0]
+        for number, group in zip(parts[1::2], parts[2::2], strict=True):
+            index = int(number) - 1
+            if 0 <= index < len(form):
+                groups[index].append(group)
+    return [_sentences(text, *extra) for text, extra in zip(own, groups, strict=True)]
+
+
+def _sentences(*texts: str) -> set[str]:
+    return {text[a:b] for text in texts for a, b in split_sentences(text)}
 
 
 def _last_nonempty(texts: Sequence[str]) -> int | None:

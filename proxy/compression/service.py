@@ -139,9 +139,10 @@ class CompressionService:
         if self.stable is None:
             return Choice("fresh")
         tenant = ctx.tenant
-        prices = Prices(tenant, self.estimate.chars_per_token(tenant),
-                        self.estimate_tokens(picked, tenant), len(picked),
-                        self.engine.in_flight() + 1)  # fmt: skip
+        cpt = self.estimate.chars_per_token(tenant)
+        wait = self.engine.expected_wait_ms(self.gate.compressor_ms_per_token(tenant) / cpt)
+        prices = Prices(tenant, cpt, self.estimate_tokens(picked, tenant), len(picked),
+                        self.engine.in_flight() + 1, wait)  # fmt: skip
         return await self.stable.choose(ctx, texts, question, rate, prices)
 
     async def _judgeable(self, texts: list[str]) -> list[int]:

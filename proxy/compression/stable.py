@@ -43,7 +43,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from cache.stable_forms import MAX_GENERATIONS, MAX_QUESTION_CHARS, FormKey, StableForm, StableForms
+from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
 from compressors.stable_growth import grow
 from proxy.compression.cache_view import CacheView
 from proxy.context import CachePlan
@@ -74,6 +74,7 @@ class Prices:
     context_tokens: int
     documents: int
     in_flight: float
+    wait_ms: float = 0.0  # the compression queue's expected wait before a worker takes a job
 
 
 class StableCompression:
@@ -110,7 +111,7 @@ class StableCompression:
         detail = f"uncached={uncached:.0f},form={form_uncached:.0f}"
         if uncached <= form_uncached:
             return Choice("original", f"skip:cached({detail})")
-        if question[:MAX_QUESTION_CHARS] in form.questions:
+        if form.has_asked(question):  # this very question, checked against this form
             return Choice("form", f"compress:stable({detail},asked)", form=form)
         return self._price_check(uncached - form_uncached, detail, form, prices)
 
@@ -123,8 +124,11 @@ class StableCompression:
             return Choice("check", f"compress:stable({detail})", form=form)
         saved = tokens * per_token * queue_multiplier(self.gate.queue.waiting())
         n = prices.documents
-        cost = self.gate.work_ms(prices.context_tokens, 0, n, n, prices.in_flight, prices.tenant)
+        work = self.gate.work_ms(prices.context_tokens, 0, n, n, prices.in_flight, prices.tenant)
+        cost = work + prices.wait_ms  # a check queues behind other jobs like any job (issue 44)
         detail += f",saved={saved:.0f}ms,cost={cost:.0f}ms"
+        if prices.wait_ms:
+            detail += f",wait={prices.wait_ms:.0f}ms"
         if saved <= cost:
             return Choice("original", f"skip:cached({detail})")
         return Choice("check", f"compress:stable({detail})", form=form)
@@ -147,7 +151,7 @@ class StableCompression:
         growth = grow(form.texts, fresh)
         if not growth.added:
             self.metrics.stable_choices.labels("reused").inc()
-            self._spawn(self.forms.remember(plan.key, form, question))
+            self._spawn(self.forms.reuse(plan.key, form, question))
             return list(form.texts), choice.reason
         self.metrics.stable_choices.labels("grown").inc()
         reason = choice.reason.replace(

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from cache.keys import owner_of, tenant_tag
-from cache.stable_forms import MAX_QUESTION_CHARS, FormKey, StableForm, StableForms
+from cache.stable_forms import FormKey, StableForm, StableForms, question_digest
 from cache.store import MemoryStore, RedisStore
 from tests.support.redis_server import RedisServer
 from tests.support.servers import free_port
@@ -41,7 +41,7 @@ async def test_a_reused_compressed_form_is_byte_identical():
     later = await store.lookup(key())  # a later turn: same tenant, prefix, documents
     assert utf8(later.texts) == utf8(FORM.texts)
     assert (later.tokens_before, later.tokens_after) == (90, 30)
-    assert later.questions == ("how long is the Loire?",) and later.uses == 1
+    assert later.has_asked("how long is the Loire?") and later.uses == 1
 
 
 async def test_every_part_of_the_key_separates_forms():
@@ -54,34 +54,44 @@ async def test_every_part_of_the_key_separates_forms():
     assert await store.lookup(key()) is not None
 
 
-async def test_the_first_form_stays_whatever_is_offered_later():
+async def test_the_first_form_stays_and_a_losers_question_is_not_recorded_for_it():
     store = forms()
-    first = await store.remember(key(), FORM, "q1")
+    await store.remember(key(), FORM, "q1")
     other = StableForm(("a", "b", "c"), 90, 3)
-    kept = await store.remember(key(), other, "q2")  # a later turn compressed anew
-    assert kept.texts == first.texts == FORM.texts
-    assert (await store.lookup(key())).texts == FORM.texts
-    assert (await store.lookup(key())).questions == ("q1", "q2")
+    await store.remember(key(), other, "q2")  # compressed for q2, but FORM stays
+    kept = await store.lookup(key())
+    assert kept.texts == FORM.texts
+    assert kept.has_asked("q1") and not kept.has_asked("q2")  # q2 was never checked on FORM
 
 
-async def test_questions_are_bounded_in_count_and_length():
+async def test_asked_is_the_whole_question_never_a_prefix():
+    """Issue 44: a question counted as asked when its first 2,000 characters matched."""
+    store = forms()
+    preamble = "Answer from the documents only. " * 100  # 3,200 characters of fixed text
+    await store.remember(key(), FORM, preamble + "Who built the tower?")
+    kept = await store.lookup(key())
+    assert kept.has_asked(preamble + "Who built the tower?")
+    assert not kept.has_asked(preamble + "When was it built?")
+    assert not kept.has_asked(preamble)
+
+
+async def test_reuses_are_recorded_by_digest_and_bounded_in_count():
     store = forms(max_questions=4)
-    for i in range(10):
-        await store.remember(key(), FORM, f"question {i}")
-    await store.remember(key(), FORM, "question 1")  # seen: not again
-    await store.remember(key(), FORM, None)
+    await store.remember(key(), FORM, "question 0")
+    for i in range(1, 10):
+        await store.reuse(key(), await store.lookup(key()), f"question {i}")
+    await store.reuse(key(), await store.lookup(key()), "question 1")  # seen: not again
+    await store.reuse(key(), await store.lookup(key()), None)
     found = await store.lookup(key())
-    assert found.questions == tuple(f"question {i}" for i in range(4)) and found.uses == 12
-    long = forms()
-    await long.remember(key(), FORM, "x" * 100_000)
-    assert (await long.lookup(key())).questions == ("x" * MAX_QUESTION_CHARS,)
+    assert [found.has_asked(f"question {i}") for i in range(6)] == [True] * 4 + [False] * 2
+    assert len(found.asked) == 4 and found.uses == 12
 
 
 async def test_a_form_expires_its_ttl_after_its_last_use():
     store = forms(ttl=0.2)
     await store.remember(key(), FORM, "q1")
     await asyncio.sleep(0.12)
-    await store.remember(key(), FORM, "q2")  # a use restarts the expiry
+    await store.reuse(key(), FORM, "q2")  # a use restarts the expiry
     await asyncio.sleep(0.12)
     assert await store.lookup(key()) is not None
     await asyncio.sleep(0.25)
@@ -102,8 +112,8 @@ async def test_a_store_outage_reads_as_a_miss_and_remember_answers_the_form_give
     errors = []
     store = forms(Broken(), on_error=lambda op, exc: errors.append(op))
     assert await store.lookup(key()) is None
-    assert await store.remember(key(), FORM, "q") == FORM
-    assert errors == ["lookup", "remember"]
+    await store.remember(key(), FORM, "q")
+    assert errors == ["lookup"]  # hgetall only fails here: remember writes
 
 
 @pytest.mark.parametrize("raw", ["not json", '{"texts": "abc", "before": 1, "after": 1}',
@@ -115,8 +125,8 @@ async def test_an_unreadable_entry_is_a_miss_and_is_left_to_expire(raw):
     store = forms(memory, on_error=lambda op, exc: errors.append(op))
     await memory.hsetnx(key().name, "form", raw)
     assert await store.lookup(key()) is None and errors == ["decode"]
-    assert await store.remember(key(), FORM, "q") == FORM
-    assert "uses" not in await memory.hgetall(key().name)  # not renewed
+    await store.remember(key(), FORM, "q")
+    assert (await memory.hgetall(key().name))["form"] == raw  # kept as it was
 
 
 async def test_a_form_must_have_one_text_per_document():
@@ -136,6 +146,8 @@ def test_replicas_share_forms_through_redis_and_the_first_writer_wins():
             await asyncio.gather(one.remember(key(), FORM, "q1"), two.remember(key(), rival, "q2"))
             seen = [await one.lookup(key()), await two.lookup(key())]
             assert seen[0] == seen[1] and seen[0].texts in (FORM.texts, rival.texts)
+            winner = "q1" if seen[0].texts == FORM.texts else "q2"
+            assert seen[0].asked == {question_digest(winner)}  # the loser's is not recorded
             await one.remember(key(), rival if seen[0].texts == FORM.texts else FORM, "q3")
             assert utf8((await two.lookup(key())).texts) == utf8(seen[0].texts)
         finally:
@@ -155,25 +167,45 @@ def test_redis_down_is_a_fast_miss():
         t0 = time.perf_counter()
         try:
             found = await forms(store).lookup(key())
-            kept = await forms(store).remember(key(), FORM, "q")
+            await forms(store).remember(key(), FORM, "q")
         finally:
             await store.aclose()
-        return found, kept, time.perf_counter() - t0
+        return found, time.perf_counter() - t0
 
-    found, kept, seconds = asyncio.run(scenario())
-    assert found is None and kept.texts == FORM.texts and seconds < 1.0
+    found, seconds = asyncio.run(scenario())
+    assert found is None and seconds < 1.0
 
 
 async def test_a_grown_form_is_found_and_the_deepest_generation_wins():
     forms = StableForms(MemoryStore(), ttl=60, max_questions=4)
     key = FormKey("t", "prefix", ("doc one", "doc two"), "fp")
-    first = StableForm(("one", "two"), 10, 4)
-    await forms.remember(key, first, "q1")
+    await forms.remember(key, StableForm(("one", "two"), 10, 4), "q1")
     kept = await forms.lookup(key)
-    grown = StableForm(("one", "two\nextra"), 10, 6, kept.questions, generation=1)
-    await forms.grow(key, grown, "q2")
+    await forms.grow(key, StableForm(("one", "two\nextra"), 10, 6, generation=1), "q2")
     found = await forms.lookup(key)
     assert found is not None and found.texts == ("one", "two\nextra") and found.generation == 1
-    assert found.questions == ("q1", "q2")
+    assert found.has_asked("q1") and found.has_asked("q2") and not kept.has_asked("q2")
     with pytest.raises(ValueError):
         await forms.grow(key, StableForm(("a", "b"), 1, 1, generation=0), None)
+
+
+async def test_a_generation_and_its_question_are_one_write():
+    """Issue 44: two replicas grew generation 1 for two questions; one form won and the
+    other's question stayed recorded as asked over a form that lacks its answer."""
+    forms = StableForms(MemoryStore(), ttl=60, max_questions=4)
+    key = FormKey("t", "prefix", ("doc one", "doc two"), "fp")
+    await forms.remember(key, StableForm(("one", "two"), 10, 4), "q1")
+    mine = StableForm(("one", "two\nmine"), 10, 6, generation=1)
+    theirs = StableForm(("one", "two\ntheirs"), 10, 6, generation=1)
+    await asyncio.gather(forms.grow(key, mine, "qa"), forms.grow(key, theirs, "qb"))
+    found = await forms.lookup(key)
+    assert found.texts == mine.texts and found.has_asked("qa") and not found.has_asked("qb")
+
+
+async def test_a_reuse_recorded_for_a_deeper_generation_than_stored_is_ignored():
+    memory = MemoryStore()
+    forms = StableForms(memory, ttl=60, max_questions=4)
+    key = FormKey("t", "prefix", ("doc",), "fp")
+    await forms.remember(key, StableForm(("one",), 10, 4), "q1")
+    await memory.hsetnx(key.name, "a:" + question_digest("q9"), "3")  # a generation not kept
+    assert not (await forms.lookup(key)).has_asked("q9")

@@ -100,3 +100,41 @@ async def test_a_store_outage_falls_back_to_pricing_the_request_alone(store):
     ctx = ctx_for("What holds?")
     choice = await stable.choose(ctx, ctx.segmentation.texts, "What holds?", 0.5, prices())
     assert choice.kind == "fresh" and choice.form is None
+
+
+PREAMBLE = "You are a careful assistant. Answer from the documents only, cite them. " * 40
+
+
+async def test_a_question_sharing_a_long_preamble_with_an_asked_one_is_checked():
+    """Issue 44: a question counted as asked when its first 2,000 characters matched
+    an earlier one, so the first asker's form served every later question unchecked."""
+    assert len(PREAMBLE) > 2000
+    stable = make()
+    first = ctx_for(PREAMBLE + "Which fact is number one?")
+    await stable.choose(first, first.segmentation.texts, PREAMBLE + "Which fact is number one?",
+                        0.5, prices())  # fmt: skip
+    form = StableForm(("a", "b", "c"), 300, 3)
+    await stable.forms.remember(first.cache_plan.key, form, PREAMBLE + "Which fact is number one?")
+    again = ctx_for(PREAMBLE + "Which fact is number one?")
+    same = await stable.choose(again, again.segmentation.texts,
+                               PREAMBLE + "Which fact is number one?", 0.5, prices())  # fmt: skip
+    assert same.kind == "form" and same.reason.endswith(",asked)")
+    follow = ctx_for(PREAMBLE + "Which fact is number two?")
+    other = await stable.choose(follow, follow.segmentation.texts,
+                                PREAMBLE + "Which fact is number two?", 0.5, prices())  # fmt: skip
+    assert other.kind == "check" and "asked" not in other.reason
+
+
+async def test_a_check_is_priced_with_the_compression_queues_wait():
+    """Issue 44: with another tenant's jobs queued, a check predicted at cost=8ms took
+    2,013 ms: the queue's wait is part of its cost."""
+    stable = make()
+    first = ctx_for("Which fact is number one?")
+    await stable.choose(first, first.segmentation.texts, "q1", 0.5, prices())
+    await stable.forms.remember(first.cache_plan.key, StableForm(("a", "b", "c"), 300, 3), "q1")
+    follow = ctx_for("Which fact is number two?")
+    idle = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, prices())
+    assert idle.kind == "check"
+    queued = Prices("a", 4.0, sum(map(len, DOCS)) // 4, len(DOCS), 1, wait_ms=1e6)
+    busy = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, queued)
+    assert busy.kind == "original" and ",wait=1000000ms" in busy.reason
