@@ -25,9 +25,13 @@ fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: _precision.py;
 `chosen_precision`, `precision_trials`).
 `device`: "auto" (default: cuda when torch sees one), "cpu" or "cuda".
 
-Sentence embeddings are cached per sentence (key: sha256 of model id, precision and
-sentence) in any object with `get_many(keys) -> list[bytes | None]` and
-`set_many(mapping)`; by default an in-instance LRU of `cache_size` entries. Scores are
+Sentence embeddings are cached per sentence (key: sha256 of the scope, model id,
+precision and sentence) in any object with `get_many(keys) -> list[bytes | None]` and
+`set_many(mapping)`; by default an in-instance LRU of `cache_size` entries. `scope` (the
+caller's tenant; "" without tenancy) keeps one caller's entries from serving another:
+a hit is ~80× faster than a miss, so a shared entry would tell a tenant, by the time
+it took, which sentences another had sent (vLLM's CVE-2025-46570 class, issue 44).
+`scoped_cache = True` says `compress` takes it (the engine passes its tenant). Scores are
 rounded to `score_decimals` and ties go to the earlier sentence, so a cached and a freshly
 computed embedding (which can differ in the last float bits with batch composition) give
 the same choice.
@@ -105,6 +109,7 @@ class ExtractiveCompressor:
     version = "1"
     prior_ms_per_1k = 120.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = True
+    scoped_cache = True  # compress(..., scope=): the embedding cache per caller (issue 44)
 
     def __init__(
         self,
@@ -197,13 +202,14 @@ class ExtractiveCompressor:
         self.precision_trials = [t.as_dict() for t in trials]
         return picked, model
 
-    def _key(self, text: str) -> str:
-        key = f"{self.model_id}\x00{self.chosen_precision or self.precision}\x00{text}"
+    def _key(self, text: str, scope: str) -> str:
+        precision = self.chosen_precision or self.precision
+        key = f"{len(scope)}:{scope}\x00{self.model_id}\x00{precision}\x00{text}"
         return hashlib.sha256(key.encode()).hexdigest()
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm float32 embeddings of `texts`, through the cache."""
-        keys = [self._key(t) for t in texts]
+    def embed(self, texts: Sequence[str], scope: str = "") -> np.ndarray:
+        """Unit-norm float32 embeddings of `texts`, through the cache's `scope` entries."""
+        keys = [self._key(t, scope) for t in texts]
         cached = self.cache.get_many(keys)
         missing = list(dict.fromkeys(t for t, v in zip(texts, cached, strict=True) if v is None))
         fresh: dict[str, np.ndarray] = {}
@@ -217,19 +223,20 @@ class ExtractiveCompressor:
                 show_progress_bar=False,
             ).astype(np.float32)
             fresh = dict(zip(missing, vectors, strict=True))
-            self.cache.set_many({self._key(t): v.tobytes() for t, v in fresh.items()})
+            self.cache.set_many({self._key(t, scope): v.tobytes() for t, v in fresh.items()})
         rows = [
             fresh[t] if v is None else np.frombuffer(v, dtype=np.float32)
             for t, v in zip(texts, cached, strict=True)
         ]
         return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
-    def _scores(self, sentences: list[list[str]], question: str) -> list[np.ndarray]:
+    def _scores(self, sentences: list[list[str]], question: str,
+                scope: str) -> list[np.ndarray]:  # fmt: skip
         flat = [s for doc in sentences for s in doc]
         if not flat:
             return [np.zeros(0) for _ in sentences]
         asked = question.strip()
-        vectors = self.embed(flat + ([asked] if asked else []))
+        vectors = self.embed(flat + ([asked] if asked else []), scope)
         scores, offset = [], 0
         for doc in sentences:
             block = vectors[offset : offset + len(doc)]
@@ -250,8 +257,9 @@ class ExtractiveCompressor:
         return per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
 
     def compress(
-        self, documents: Sequence[str], *, question: str, budget: Budget
+        self, documents: Sequence[str], *, question: str, budget: Budget, scope: str = ""
     ) -> CompressionResult:
+        """`scope`: whose embedding-cache entries this call reads and writes (its tenant)."""
         docs = list(documents)
         before = [self.count_tokens(d) for d in docs]
         if budget.target_tokens is None and budget.rate >= 1.0:
@@ -260,7 +268,7 @@ class ExtractiveCompressor:
         spans = [split_sentences(d, self.protector.spans(d), self.max_sentence_chars) for d in docs]
         texts = [[d[s:e] for s, e in doc_spans] for d, doc_spans in zip(docs, spans, strict=True)]
         counts = [[self.count_tokens(t) for t in doc] for doc in texts]
-        keep = self._select(self._scores(texts, question), counts, before, budget)
+        keep = self._select(self._scores(texts, question, scope), counts, before, budget)
         keep = [keep_unjudged(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         out = [render_kept(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
         results = (

@@ -53,7 +53,7 @@ from proxy.stages.tenant import TenantStage
 from proxy.telemetry.accesslog import AccessLog, access_logger
 from proxy.telemetry.tracing import build_tracing
 from proxy.telemetry.wrap import Operations
-from proxy.tenancy.accounting import Accounting, known_tenants
+from proxy.tenancy.accounting import Accounting, labelled_tenants
 from proxy.tenancy.owners import ResponseOwners
 from proxy.tenancy.rate_limits import RateLimiter
 from proxy.upstream.transport import AiohttpTransport, Transport
@@ -120,7 +120,7 @@ def make_stages(settings: Settings, tenant: TenantStage, compression: Compressio
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
-    compress = CompressStage(compression, rate)
+    compress = CompressStage(compression, rate, show_timings=not settings.tenancy.api_keys)
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
@@ -165,7 +165,7 @@ def make_quota_store(settings: Settings, store: KVStore, metrics: Metrics) -> KV
 def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
                     tenant: TenantStage) -> Operations:  # fmt: skip
     """Issue 22's parts; each is None when its settings turn it off."""
-    known = known_tenants(settings.tenancy)
+    known = labelled_tenants(settings.tenancy)  # metric labels: none unless asked
     q, a = settings.quotas, settings.accounting
     own = make_quota_store(settings, store, metrics) if q.active else store
     limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
@@ -212,7 +212,8 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
                      parser=RequestParser(settings.requests,
                                           settings.compression.limits.offload_bytes),
-                     salt=tenant.salt_of, owners=owners, telemetry=settings.telemetry)  # fmt: skip
+                     salt=tenant.salt_of, owners=owners, telemetry=settings.telemetry,
+                     quota=ops.quota)  # fmt: skip
 
 
 def build(

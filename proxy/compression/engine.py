@@ -185,31 +185,33 @@ class CompressionEngine:
                      timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
         """Compress `documents` in a worker, from their memoized features where found."""
         if self.features is None:
-            return await self._run(documents, question, rate, timing)
+            return await self._run(documents, question, rate, timing, tenant=tenant)
         blobs = await self.features.fetch(documents, tenant)
         found = list(blobs)
         timing["seen"] = sum(b is not None for b in found)
-        entries = await self._run(documents, question, rate, timing, blobs)
+        entries = await self._run(documents, question, rate, timing, blobs, tenant)
         await self.features.keep(documents, blobs, found, tenant)
         return entries
 
-    def _work(self, documents: list[str], question: str, rate, blobs: list | None):
-        """In the worker: the compression, from features when `blobs` is given."""
+    def _work(self, documents: list[str], question: str, rate, blobs: list | None, tenant: str):
+        """In the worker: the compression, from features when `blobs` is given; a cache of
+        the compressor's own (`scoped_cache`) per tenant, as memo and features (issue 44)."""
         if blobs is None or self.features is None:
+            scope = {"scope": tenant} if getattr(self.compressor, "scoped_cache", False) else {}
             budget = self._budget(documents, rate)
-            return self.compressor.compress(documents, question=question, budget=budget)
+            return self.compressor.compress(documents, question=question, budget=budget, **scope)
         return self.features.compress(
             documents, question, blobs, lambda tokens: self._budget(documents, rate, tokens)
         )
 
     async def _run(self, documents: list[str], question: str, rate: float,
-                   timing: dict[str, float] | None = None,
-                   blobs: list[bytes | None] | None = None) -> list[MemoEntry]:  # fmt: skip
+                   timing: dict[str, float] | None = None, blobs: list[bytes | None] | None = None,
+                   tenant: str = "") -> list[MemoEntry]:  # fmt: skip
         loop = asyncio.get_running_loop()
         timing = {} if timing is None else timing
         chars = sum(len(d) for d in documents)
         timing["chars"] = chars
-        job = self._pool.submit(self._job(documents, question, rate, timing, blobs))
+        job = self._pool.submit(self._job(documents, question, rate, timing, blobs, tenant))
         self._running += 1  # until the thread really finishes (or the job is cancelled)
         self._backlog_chars += chars
         job.add_done_callback(lambda _: self._finished_from_thread(loop, chars, timing))
@@ -228,7 +230,7 @@ class CompressionEngine:
         return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
     def _job(self, documents: list[str], question: str, rate, timing: dict[str, float],
-             blobs: list | None):  # fmt: skip
+             blobs: list | None, tenant: str = ""):  # fmt: skip
         """The call a worker runs: token counting for the budget included. It stops at its
         next checkpoint once its timeout has passed (compressors/deadline.py)."""
         submitted = time.perf_counter()
@@ -239,7 +241,7 @@ class CompressionEngine:
             timing["wait_ms"] = (began - submitted) * 1000
             try:
                 with within(deadline):
-                    out = self._work(documents, question, rate, blobs)
+                    out = self._work(documents, question, rate, blobs, tenant)
             except Exception:
                 raise
             except BaseException as exc:  # noqa: BLE001 - must not reach the event loop

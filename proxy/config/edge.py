@@ -122,10 +122,11 @@ class RequestLimitSettings(Section):
     max_json_values: int = Field(
         300_000,
         ge=1_000,
-        description="Most JSON values in a chat or completion body (413 above), counted on "
-        "the raw bytes before parsing as 1 + its commas, `[` and `{` (inside strings too: "
-        "an upper bound). Bounds the parse (~50 ns a value, one call that holds the GIL); "
-        "a 128k-token prompt of token ids is ~128k values.",
+        description="Most JSON values in a chat or completion body, an object's keys "
+        "included (413 above), counted on the raw bytes before parsing as 1 + its commas, "
+        "`:`, `[` and `{` (inside strings too: an upper bound). Bounds the parse (~50 ns a "
+        "value, ~90 ns a new key: one call that holds the GIL); a 128k-token prompt of "
+        "token ids is ~128k values.",
     )
     max_json_containers: int = Field(
         50_000,
@@ -135,25 +136,40 @@ class RequestLimitSettings(Section):
         "~3 values to parse.",
     )
     max_messages: int = Field(
-        4096, ge=1, description="Most chat messages in one request (400 above)."
+        4096,
+        ge=1,
+        description="Most messages in one request (400 above): chat's and Messages' "
+        "`messages`, Responses' `input` items.",
     )
     max_content_parts: int = Field(
         4096,
         ge=1,
-        description="Most content parts in one request, all messages together (400 above). "
-        "OpenAI's vision guide allows up to 500 images per request.",
+        description="Most content parts in one request, all messages together (400 above): "
+        "chat's parts; Messages' content blocks, `system` blocks and tool_result blocks; "
+        "Responses' item parts. OpenAI's vision guide allows up to 500 images per request.",
     )
     max_tools: int = Field(
-        128,
+        4096,
         ge=1,
-        description="Most entries in `tools` (and in the legacy `functions`) (400 above): "
-        "OpenAI's API reference, 'A max of 128 functions are supported'.",
+        description="Most entries in `tools` (and in the legacy `functions`) on chat, "
+        "completions, Messages and Responses (400 above). vLLM has no tool cap (OpenAI's "
+        "128 is not vLLM's), so this one is as large as the other list caps: the work a "
+        "tool costs is bounded by `max_json_values` and `max_body_bytes` (issue 44).",
     )
     max_tool_calls: int = Field(
         4096,
         ge=1,
         description="Most tool calls in one request, all assistant messages together (400 "
         "above); OpenAI refuses more than 128 in one message.",
+    )
+    max_object_keys: int = Field(
+        10_000,
+        ge=16,
+        description="Most keys in any one JSON object of a body (400 above, `param` naming "
+        "the object). Real objects are far smaller: a tool's schema has tens of "
+        "properties, OpenAI caps `logit_bias` at 300 tokens; one of 290k keys held the "
+        "parse 70-150 ms (issue 44). A vocabulary-wide `logit_bias` (vLLM takes up to the "
+        "vocabulary's size) needs this raised, or vLLM's `allowed_token_ids` list.",
     )
     max_question_chars: int = Field(
         8192,

@@ -31,12 +31,20 @@ class TenancySettings(Section):
         "without api_keys, off with them (a tenant has no need to learn backend URLs).",
     )
 
+    metrics_tenant_labels: bool = Field(
+        False,
+        description="Name each tenant in the tenant label of the per-tenant counters on "
+        '/metrics (ragtrim_tenant_*, ragtrim_quota_refusals). Off: one series, tenant="all" '
+        "(any valid key reads /metrics; per-tenant figures stay in /v1/ragtrim/usage).",
+    )
     response_owners: int = Field(
         20_000,
         ge=1,
-        description="Response ids (the Responses API's) whose tenant each replica remembers, "
-        "most recently used kept; a GET, cancel or previous_response_id of an id not known "
-        "for the asking tenant is a 404. With Redis every id is also shared.",
+        description="Stored Responses API ids whose tenant each replica remembers, shared "
+        "equally by the configured tenants (each keeps its most recently used "
+        "response_owners / tenants; one tenant's flood never evicts another's); a GET, "
+        "cancel or previous_response_id of an id not known for the asking tenant is a 404. "
+        "With Redis every id is also shared (first writer wins).",
     )
     response_owner_ttl_s: float = Field(
         7 * 24 * 3600.0,

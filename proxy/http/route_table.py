@@ -37,6 +37,16 @@ vLLM's Cohere-style embed request has no such field). `owner` is the Responses A
 `previous_response_id`), "reads" needs the `{id}` to be the tenant's (proxy/tenancy/owners.py).
 `name` is the table's own path, the `{id}` left as is: what spans and logs call a route
 (never the raw path).
+
+`meter` marks the pass-through routes that run the model (issue 44: they skipped
+quotas and accounting): each is admitted by the tenant's quota and counted in the usage
+report like chat (proxy/request/forward.py, proxy/stages/quota.py). "json": one
+request, its prompt tokens estimated from the JSON body as chat's are; "batch": one
+request per conversation in `messages` (vLLM's batch route runs each as its own
+request, so a body of 50 conversations spends 50 of the tenant's requests, and the
+tokens of all 50); "form": a multipart upload (audio), one request whose tokens are
+not estimated (they exist only once vLLM has decoded the audio). The render, tokenizer
+and stored-response routes run no model and are not metered.
 """
 
 from __future__ import annotations
@@ -56,6 +66,18 @@ class Route:
     keyed: bool = False  # control routes only: a valid key when tenancy is on
     salted: bool = False  # the tenant's cache_salt is written into the body
     owner: str = ""  # "creates" | "reads": response ids (proxy/tenancy/owners.py); "" = none
+    meter: str = ""  # "json" | "batch" | "form": a model run, quotas and accounting; "" = none
+
+    @property
+    def reads_body(self) -> bool:
+        """A metered route whose JSON body is parsed to size it (never a multipart form)."""
+        return self.meter in ("json", "batch")
+
+    def requests_in(self, body: dict) -> int:
+        """The requests one body counts as, for quotas and the usage report: a batch's
+        conversations (vLLM runs each as its own request), else 1."""
+        conversations = body.get("messages") if self.meter == "batch" else None
+        return max(1, len(conversations)) if isinstance(conversations, list) else 1
 
 
 @dataclass(frozen=True)
@@ -75,19 +97,14 @@ EXACT: dict[str, Route] = {
     "/v1/completions": Route("completions", POST, salted=True),
     "/v1/responses": Route("responses", POST, salted=True, owner="creates"),
     "/v1/messages": Route("messages", POST, salted=True),  # Anthropic Messages API
+    "/v1/chat/completions/batch": Route("other", POST, salted=True, meter="batch"),
     **{
-        path: Route("other", POST, salted=True)
+        path: Route("other", POST, salted=True, meter="json")
         for path in (
-            "/v1/chat/completions/batch",
             "/invocations",  # SageMaker: chat, completions or pooling, by the body
             "/v1/systemone",  # structured decisions
             "/generative_scoring",
             "/inference/v1/generate",  # token ids in, token ids out
-            # render: the prompt as token ids; vLLM refuses a previous_response_id there
-            "/v1/chat/completions/render",
-            "/v1/completions/render",
-            "/v1/messages/render",
-            "/v1/responses/render",
             # pooling models
             "/v1/embeddings",
             "/v1/score",
@@ -100,11 +117,21 @@ EXACT: dict[str, Route] = {
         )
     },
     **{
+        path: Route("other", POST, salted=True)
+        for path in (
+            # render: the prompt as token ids; vLLM refuses a previous_response_id there
+            "/v1/chat/completions/render",
+            "/v1/completions/render",
+            "/v1/messages/render",
+            "/v1/responses/render",
+        )
+    },
+    "/v1/audio/transcriptions": Route("other", POST, meter="form"),
+    "/v1/audio/translations": Route("other", POST, meter="form"),
+    "/v2/embed": Route("other", POST, meter="json"),  # a pooling model's run, with no salt
+    **{
         path: Route("other", POST)
         for path in (
-            "/v1/audio/transcriptions",
-            "/v1/audio/translations",
-            "/v2/embed",
             "/tokenize",
             "/detokenize",
             "/v1/messages/count_tokens",

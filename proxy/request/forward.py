@@ -10,6 +10,17 @@ route keeps tenants apart as the table says (issue 33): a `salted` one gets the
 tenant's cache_salt over the client's (its JSON parsed and written off the loop when
 big), a response id it names must be the tenant's (proxy/tenancy/owners.py). The key is read
 from exactly one Authorization header (`head_headers`), and never goes upstream.
+
+Issue 44: a pass-through route that runs the model (the table's `meter`) is admitted
+by the tenant's quota before it is sent, as chat is by the pipeline's quota stages
+(`quota`: proxy/stages/quota.py; its JSON body parsed to size it), and the telemetry
+middleware counts it in the usage report. A route that creates Responses API ids never
+passes the client's `request_id` upstream: vLLM takes it as the new response's id, so
+a tenant could name (and vLLM's store overwrite) another tenant's response; without
+it every id is vLLM's own random one (with tenancy keys; one tenant may name its own).
+Dropped rather than made tenant-scoped: a scoped id is not the id the client chose
+either, and rewriting ids both ways (answers, GETs, cancels, continuations) would buy
+nothing a random id does not give.
 """
 
 from __future__ import annotations
@@ -36,10 +47,12 @@ from proxy.response.path import ResponsePath
 from proxy.response.relay import ClientDisconnected, Reply
 from proxy.routing.router import Router
 from proxy.settings import TelemetrySettings
+from proxy.stages.quota import QuotaStage
 from proxy.tenancy.owners import ResponseOwners
 from proxy.upstream.headers import upstream_request_headers
 
 log = logging.getLogger("ragtrim.forward")
+CLIENT_RESPONSE_ID = "request_id"  # vLLM's ResponsesRequest field: the new response's id
 
 
 async def read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
@@ -73,6 +86,7 @@ class Forwarder:
     salt: Callable[[str], str | None]  # the tenant stage's salt_of, for salted pass-through
     owners: ResponseOwners  # response id -> tenant (issue 33)
     telemetry: TelemetrySettings  # a longer x-request-id is replaced (issue 33)
+    quota: QuotaStage | None  # the metered pass-through routes' admission (issue 44)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, found: Match) -> None:
         """`found`: the data plane's match in the route table (proxy/http/route_table.py)."""
@@ -87,6 +101,8 @@ class Forwarder:
                 scope[SCOPE_KEY] = ctx  # for the telemetry middleware, before a stage refuses
                 if ctx.route != "other":  # a pass-through route has no stages
                     await self.pipeline.run(ctx)
+                elif self.quota is not None and found.route.meter:
+                    await self.quota(ctx)  # a model run: the tenant's quota, as chat's
                 await self._forward(ctx, scope, receive, reply, found.path)
             finally:
                 self.admission.leave()
@@ -110,21 +126,28 @@ class Forwarder:
         previous = body.get("previous_response_id")
         if found.route.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        return RequestContext(request_id, route, raw, body, headers, route_match=found)
+        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
+        if found.route.owner == "creates" and self.owners.enforced:
+            ctx.prompt.remove(CLIENT_RESPONSE_ID)  # vLLM makes the id (issue 44)
+        return ctx
 
     async def _pass_through(self, found: Match, request_id: str, raw: bytes,
                             headers: dict[str, str], tenant: str) -> RequestContext:  # fmt: skip
         """The table's rules for a pass-through route: the owner of a response id it
-        names, and the tenant's salt written over the client's; nothing else changes."""
+        names, the tenant's salt written over the client's, no client-chosen response
+        id; a metered JSON body is parsed when quotas size it (or a batch is counted
+        for the usage report). Nothing else changes."""
         spec, body = found.route, {}
         if spec.owner == "reads":
             await self.owners.check(tenant, found.object_id)
         salt = self.salt(tenant) if spec.salted else None
-        if salt is not None or (spec.owner == "creates" and self.owners.enforced):
+        creates = spec.owner == "creates" and self.owners.enforced
+        sized = spec.reads_body and (self.quota is not None or spec.meter == "batch")
+        if salt is not None or creates or sized:
             if len(raw) > self.parser.offload_bytes:
-                raw, body = await asyncio.to_thread(salted, raw, salt, self.parser)
+                raw, body = await asyncio.to_thread(salted, raw, salt, self.parser, creates)
             else:
-                raw, body = salted(raw, salt, self.parser)
+                raw, body = salted(raw, salt, self.parser, creates)
         previous = body.get("previous_response_id")
         if spec.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
@@ -142,14 +165,17 @@ class Forwarder:
         await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)
 
 
-def salted(raw: bytes, salt: str | None, parser: RequestParser) -> tuple[bytes, dict]:
+def salted(raw: bytes, salt: str | None, parser: RequestParser,
+           creates: bool = False) -> tuple[bytes, dict]:  # fmt: skip
     """(the bytes to send, the body): the JSON parsed (a 400 when it is not an object)
-    and, with a salt, written again with the tenant's cache_salt over the client's."""
+    and, with a salt, written again with the tenant's cache_salt over the client's;
+    on a route that `creates` response ids, without the client's `request_id`."""
     body = parse_json(raw, parser.limits)
-    if salt is None or body.get("cache_salt") == salt:
-        return raw, body
     prompt = Prompt(body)
-    prompt.set("cache_salt", salt)
+    if salt is not None:
+        prompt.set("cache_salt", salt)
+    if creates:
+        prompt.remove(CLIENT_RESPONSE_ID)
     return prompt.encode(raw), body
 
 

@@ -12,9 +12,13 @@ are exact; proxy/prompt/exact_json.py writes them back exactly.
 
 Bounded work (issue 33): a 14 MB body of 25k tools held the event loop 2.4 s. A JSON
 parser holds the GIL for its whole call, in a worker thread too, so the parse itself
-is bounded before it starts: the raw bytes' commas and brackets bound the values it
-will build (`requests.max_json_values`, `max_json_containers`; 413). After it, the
-counts ragtrim's later work walks (messages, content parts, tools, tool calls) are
+is bounded before it starts: the raw bytes' commas, colons and brackets bound the
+values it will build, an object's keys included (`requests.max_json_values`,
+`max_json_containers`; 413): a key costs the parse about two values (issue 44: one
+290k-key object, under every cap then, held it 70-150 ms). After it, one object's keys
+(`max_object_keys`; looked for only when the colons alone pass the cap, so an ordinary
+body pays one count) and the counts ragtrim's later work walks (messages, content parts,
+tools, tool calls; on chat, and on Messages and Responses under their own names) are
 capped, each a 400 naming its field as OpenAI's API does (`array_above_max_length`).
 `RequestParser` runs all of it in a worker thread for a body above `offload_bytes`,
 where the Python-level checks let the loop in between.
@@ -34,15 +38,16 @@ from proxy.settings import RequestLimitSettings
 
 # Every digit to "0" and "[" to "{", then substring searches and counts: the same
 # meaning as re.search(rb"\d{19}"), ~2 ms on a 2 MB body where the regex took 60-100 ms
-# on the event loop (issue 23); the same bytes count the containers and values.
-_MARKS = bytes.maketrans(b"123456789[", b"000000000{")
+# on the event loop (issue 23); the same bytes count the containers and values. JSON's
+# whitespace becomes '"', so every key, whatever the spacing before its `:`, shows as
+# '":' (prose's "Rule: ..." does not): a bound on keys tighter than the colons.
+_MARKS = bytes.maketrans(b"123456789[ \t\r\n", b'000000000{""""')
 _LONG_RUN = b"0" * 19
 
 
 def parse_json(raw: bytes, limits: RequestLimitSettings | None = None) -> dict[str, Any]:
     marks = raw.translate(_MARKS)
-    if limits is not None:
-        _check_size(marks, limits)
+    keys = _check_size(marks, limits) if limits is not None else 0
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -54,13 +59,18 @@ def parse_json(raw: bytes, limits: RequestLimitSettings | None = None) -> dict[s
             raise InvalidRequest("request body is nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
+    if limits is not None and keys > limits.max_object_keys:  # else no object can pass it
+        _check_object_keys(data, limits.max_object_keys)
     return data
 
 
-def _check_size(marks: bytes, limits: RequestLimitSettings) -> None:
-    """413 before parsing: upper bounds on what the parse would build (issue 33)."""
-    containers = marks.count(b"{")
-    values = 1 + marks.count(b",") + containers
+def _check_size(marks: bytes, limits: RequestLimitSettings) -> int:
+    """413 before parsing: upper bounds on what the parse would build (issues 33, 44);
+    the bound on keys (every `:`), for the cap on one object's keys."""
+    containers, keys = marks.count(b"{"), marks.count(b":")
+    if keys > limits.max_object_keys:  # ~1 ms a MB: only where the colons could matter
+        keys = marks.count(b'":')
+    values = 1 + marks.count(b",") + containers + keys
     for count, cap, what in ((containers, limits.max_json_containers, "max_json_containers"),
                              (values, limits.max_json_values, "max_json_values")):  # fmt: skip
         if count > cap:
@@ -68,6 +78,28 @@ def _check_size(marks: bytes, limits: RequestLimitSettings) -> None:
                 f"request body has up to {count} JSON {what.removeprefix('max_json_')}, at "
                 f"most {cap} (requests.{what})", code="request_too_complex",
             )  # fmt: skip
+    return keys
+
+
+def _check_object_keys(data: dict[str, Any], cap: int) -> None:
+    """A 400 naming the first object with more than `cap` keys. Walks the containers
+    (at most `max_json_values` values, in the parse's worker thread for a big body)."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            if len(value) > cap:
+                where = path or "body"
+                raise InvalidRequest(
+                    f"Invalid '{where}': too many properties. Expected an object with at most "
+                    f"{cap} properties, but got an object with {len(value)} properties instead "
+                    f"(requests.max_object_keys).", param=where, code="object_above_max_keys",
+                )  # fmt: skip
+            items = value.items()
+        else:
+            items = enumerate(value)
+        stack += [(f"{path}.{k}" if path else str(k), v) for k, v in items
+                  if isinstance(v, dict | list)]  # fmt: skip
 
 
 def _fail(param: str, message: str) -> InvalidRequest:
@@ -125,6 +157,49 @@ def _check_messages(messages: Any, limits: RequestLimitSettings) -> None:
                             "max_tool_calls")  # fmt: skip
 
 
+def _check_anthropic(data: dict[str, Any], limits: RequestLimitSettings) -> None:
+    """/v1/messages under chat's caps (issue 44: 49k system blocks cost 0.6 s a request):
+    `messages`; content blocks, `system` blocks and tool_result contents as parts."""
+    parts = _count_parts(data.get("system"), "system", 0, limits)
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return  # vLLM's request model judges the shape; the adapter reads what it finds
+    if len(messages) > limits.max_messages:
+        raise _too_long("messages", len(messages), limits.max_messages, "max_messages")
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        parts = _count_parts(content, f"messages.{i}.content", parts, limits)
+        for j, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                at = f"messages.{i}.content.{j}.content"
+                parts = _count_parts(block.get("content"), at, parts, limits)
+
+
+def _check_responses(data: dict[str, Any], limits: RequestLimitSettings) -> None:
+    """/v1/responses under chat's caps (issue 44): `input` items as messages, their
+    content parts (and a function_call_output's listed output) as parts."""
+    items = data.get("input")
+    if not isinstance(items, list):
+        return
+    if len(items) > limits.max_messages:
+        raise _too_long("input", len(items), limits.max_messages, "max_messages")
+    parts = 0
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            for field in ("content", "output"):
+                parts = _count_parts(item.get(field), f"input.{i}.{field}", parts, limits)
+
+
+def _count_parts(listed: Any, param: str, parts: int, limits: RequestLimitSettings) -> int:
+    """`parts` plus the entries of `listed` when it is a list; a 400 past the cap."""
+    if not isinstance(listed, list):
+        return parts
+    parts += len(listed)
+    if parts > limits.max_content_parts:
+        raise _too_long(param, parts, limits.max_content_parts, "max_content_parts")
+    return parts
+
+
 def _is_prompt(prompt: Any) -> bool:
     if isinstance(prompt, str):
         return True
@@ -149,8 +224,10 @@ def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = Non
     _check_common(data, limits)
     if route == "chat":
         _check_messages(data.get("messages"), limits)
-    elif route in ("responses", "messages"):
-        pass  # vLLM's own request models check them; the adapters read what they find
+    elif route == "messages":
+        _check_anthropic(data, limits)  # counts only: vLLM's request model judges the shape
+    elif route == "responses":
+        _check_responses(data, limits)
     elif not _is_prompt(data.get("prompt")) and (
         data.get("prompt") is not None or data.get("prompt_embeds") is None  # null: absent
     ):

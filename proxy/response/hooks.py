@@ -153,7 +153,10 @@ class OwnerHook:
     """The tenant of every response id a /v1/responses answer names (issue 33), from
     the JSON body's `id` or the stream's `response.created` event (proxy/response/ids.py):
     later GETs, cancels and continuations are checked against it (proxy/tenancy/owners.py).
-    Only the `creates` routes of the table, only answers of 200, only with tenants."""
+    Only the `creates` routes of the table, only answers of 200, only with tenants, and
+    only stored answers (issue 44): `store` absent or not false (vLLM's default is
+    true). An answer vLLM does not store has nothing to read, cancel or continue, and
+    recording it let one tenant's cheap `store: false` flood push others' records out."""
 
     def __init__(self, owners: ResponseOwners):
         self.owners = owners
@@ -161,7 +164,8 @@ class OwnerHook:
     def _records(self, ctx: RequestContext, ex: Exchange) -> bool:
         found = ctx.route_match
         owned = found is not None and found.route.owner == "creates"
-        return owned and ex.status == 200 and self.owners.enforced
+        stored = ctx.body.get("store", True) is not False
+        return owned and stored and ex.status == 200 and self.owners.enforced
 
     def stream(self, ctx: RequestContext, ex: Exchange) -> ResponseIdTap | None:
         if not self._records(ctx, ex):

@@ -5,8 +5,16 @@ wake takes most connections).
 
 What is shared and what is not, with N > 1:
 - shared through Redis (`redis.url`): the chunk memo and the prefix registry (hot
-  prefixes, replay bodies); without Redis each worker keeps its own, which is
-  correct but memoizes N times — a warning says so at start;
+  prefixes, replay bodies), usage accounting, per-tenant quotas and the owners of
+  stored responses; without Redis each worker keeps its own. For the memo and the
+  registry that is correct but memoizes N times, and accounting's report shows one
+  worker's share: a warning says so at start. For quotas and response owners it is
+  wrong (issue 44: 20 requests through at 10 a minute; 9 of 16 GETs of one's own
+  response a 404), so with tenancy keys or quotas and no Redis ragtrim refuses to
+  start N > 1 workers and says why (`unshared`). Refused rather than divided by N:
+  SO_REUSEPORT spreads connections, not a tenant's requests, so a per-worker share
+  of a quota would refuse a tenant whose keep-alive connection lands on one worker;
+  and an owner record cannot be divided at all;
 - the same in every worker by construction: routing. Prefix affinity is a rendezvous
   hash of the prefix key over the backend URLs, so every worker (and every ragtrim
   replica) sends a prefix to the same vLLM replica;
@@ -88,6 +96,19 @@ def _worker_main(data: dict[str, Any]) -> None:
     run_one(settings, reuseport_socket(settings.host, settings.port))
 
 
+def unshared(settings: Settings) -> list[str]:
+    """What `--workers` > 1 without Redis would split per worker though it must be one
+    record (issue 44); empty when nothing is (one worker, Redis, or neither is on)."""
+    if settings.workers <= 1 or settings.redis.url:
+        return []
+    out = []
+    if settings.quotas.active:
+        out.append("quotas (each worker would admit a tenant's whole limit)")
+    if settings.tenancy.api_keys:
+        out.append("response owners (a worker that did not see a response would 404 its owner)")
+    return out
+
+
 class Supervisor:
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -106,10 +127,25 @@ class Supervisor:
             if proc.is_alive():
                 proc.terminate()
 
-    def run(self) -> int:
+    def preflight(self) -> bool:
+        """Whether the workers may start: refused (an error says why) when `unshared`
+        names anything; a warning says what stays per worker without Redis."""
+        refused, workers = unshared(self.settings), self.settings.workers
+        if refused:
+            log.error("not starting %d workers without redis.url: %s would be per worker. "
+                      "Set redis.url (RAGTRIM_REDIS__URL) to share them, or run --workers 1 "
+                      "and scale by replicas that share Redis.", workers,
+                      " and ".join(refused))  # fmt: skip
+            return False
         if not self.settings.redis.url:
-            log.warning("%d workers without redis.url: memo and prefix registry are per worker",
-                        self.settings.workers)  # fmt: skip
+            log.warning("%d workers without redis.url: memo, prefix registry and usage "
+                        "accounting are per worker; quotas and response owners would be too, "
+                        "so ragtrim refuses to start with them", workers)  # fmt: skip
+        return True
+
+    def run(self) -> int:
+        if not self.preflight():
+            return 2
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         self.procs = [self._start() for _ in range(self.settings.workers)]

@@ -12,6 +12,12 @@ it counts are the ones that go upstream: compression buys quota. Over a limit: a
 in the envelope (RateLimited, with Retry-After and OpenAI's x-ratelimit-* headers);
 admitted: the same headers ride on the answer, as OpenAI's API sends them on every
 response. A body above `offload_bytes` is measured in a worker thread.
+
+The metered pass-through routes (issue 44: /invocations, the batch route,
+/inference/v1/generate, embeddings and the pooling routes ran over quota) have no
+pipeline: the forwarder calls `QuotaStage` on them directly, so they are admitted,
+counted and refused in the same window, with the same 429, as chat. A body counts as
+the requests its route says (`Route.requests_in`: a batch's conversations).
 """
 
 from __future__ import annotations
@@ -27,16 +33,17 @@ from proxy.tenancy.rate_limits import PromptSize, RateLimited, RateLimiter, Verd
 class QuotaStage:
     name = "quota"
 
-    def __init__(self, limiter: RateLimiter, metrics: Metrics, known: frozenset[str],
+    def __init__(self, limiter: RateLimiter, metrics: Metrics, known: frozenset[str] | None,
                  offload_bytes: int):  # fmt: skip
         self.limiter = limiter
         self.metrics = metrics
-        self.known = known  # tenants a metric label may name
+        self.known = known  # tenants a metric label may name (None: none, "all")
         self.offload_bytes = offload_bytes  # compression.limits.offload_bytes
 
     async def __call__(self, ctx: RequestContext) -> None:
         size = await self.size(ctx)
-        verdict = self.judged(ctx, await self.limiter.admit(ctx.tenant, size.tokens))
+        asked = asked_by(ctx)
+        verdict = self.judged(ctx, await self.limiter.admit(ctx.tenant, size.tokens, True, asked))
         if verdict is not None:
             ctx.response_headers.update(verdict.headers())
 
@@ -65,4 +72,11 @@ class QuotaCheck:
         size = await self.quota.size(ctx)
         compressed = ctx.options.keep_rate(self.rate) is not None
         tokens = max(1, size.fixed if compressed else size.tokens)  # out: refused
-        self.quota.judged(ctx, await self.quota.limiter.admit(ctx.tenant, tokens, commit=False))
+        verdict = await self.quota.limiter.admit(ctx.tenant, tokens, False, asked_by(ctx))
+        self.quota.judged(ctx, verdict)
+
+
+def asked_by(ctx: RequestContext) -> int:
+    """The requests this body counts as (proxy/http/route_table.py `Route.requests_in`)."""
+    found = ctx.route_match
+    return found.route.requests_in(ctx.body) if found is not None else 1

@@ -18,6 +18,7 @@ from typing import Any
 
 from proxy.context import SCOPE_KEY, Answer, RequestContext
 from proxy.response.hooks import taught
+from proxy.response.usage_tap import sane_usage, usage_from_chunks
 
 
 @dataclass
@@ -56,10 +57,24 @@ class AnswerHook:
     backend, vLLM's usage), written into the request's context for the access log,
     the server span and accounting. Placed after `feedback` in make_hooks,
     on the same answers as the feedback hook (a finished generation on a compressible
-    route)."""
+    route), and on a metered pass-through route's (issue 44: the table's `meter`, a
+    model run that accounting counts like chat), with the usage of its JSON answer
+    (embeddings, pooling and the batch route report it as chat does)."""
+
+    def body(self, ctx: RequestContext, ex: Any, parts: list[bytes]) -> list:
+        if _metered_pass_through(ctx) and ex.status == 200:
+            ex.usage = sane_usage(usage_from_chunks(parts)[0])
+        return []
 
     def done(self, ctx: RequestContext, ex: Any, error: BaseException | None) -> None:
         learned = taught(ctx, ex, error)
         if learned is not None:
             usage, _ttft = learned
             ctx.answer = Answer(ex.url, usage)
+        elif error is None and _metered_pass_through(ctx):
+            ctx.answer = Answer(ex.url, ex.usage)
+
+
+def _metered_pass_through(ctx: RequestContext) -> bool:
+    found = ctx.route_match
+    return ctx.route == "other" and found is not None and bool(found.route.meter)

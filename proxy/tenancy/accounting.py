@@ -13,9 +13,14 @@ are UTC. Every replica adds to the same hashes (HINCRBYFLOAT is atomic); when Re
 down the store's in-process fallback takes the counts and the failure is counted
 (ragtrim_store_errors{op="hincr"}): those requests are missing from the shared view.
 
-The Prometheus counters carry the tenant as a label, bounded to the configured tenants
-(tenancy.api_keys' tenants and the default tenant); any other name is "other", so a
-client cannot grow the series without limit.
+The Prometheus counters carry a `tenant` label, but name no tenant unless
+`tenancy.metrics_tenant_labels` asks for it (issue 44): /metrics is readable with any
+valid key, so per-tenant series told every tenant every other tenant's name, traffic,
+tokens and cache hits. Off (the default) the label is "all", one series for the
+fleet; per-tenant figures stay in the admin usage report (/v1/ragtrim/usage). On,
+the label is bounded to the configured tenants (tenancy.api_keys' tenants and the
+default tenant); any other name is "other", so a client cannot grow the series
+without limit.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from cache.store import KVStore
 from proxy.metrics import Metrics
 from proxy.settings import AccountingSettings, TenancySettings
 
+ALL_TENANTS = "all"  # the label of every tenant while per-tenant labels are off
 DAY_TTL_S = 3 * 24 * 3600
 MONTH_TTL_S = 62 * 24 * 3600
 FIELDS = ("requests", "prompt_tokens", "tokens_before", "tokens_after", "tokens_removed",
@@ -41,7 +47,15 @@ def known_tenants(tenancy: TenancySettings) -> frozenset[str]:
     return frozenset(tenancy.api_keys.values()) or frozenset({tenancy.default_tenant})
 
 
-def tenant_label(tenant: str, known: frozenset[str]) -> str:
+def labelled_tenants(tenancy: TenancySettings) -> frozenset[str] | None:
+    """The tenants a metric label may name; None: none (metrics_tenant_labels off)."""
+    return known_tenants(tenancy) if tenancy.metrics_tenant_labels else None
+
+
+def tenant_label(tenant: str, known: frozenset[str] | None) -> str:
+    """`known`: labelled_tenants' (None: every tenant is ALL_TENANTS)."""
+    if known is None:
+        return ALL_TENANTS
     if tenant not in known:
         return "other"
     return tenant or "default"
@@ -54,14 +68,16 @@ def periods(now: float) -> dict[str, tuple[str, float]]:
             "month": (f"month:{day:%Y-%m}", MONTH_TTL_S)}  # fmt: skip
 
 
-def counts_of(headers: dict[str, str], usage: dict[str, Any] | None) -> dict[str, float]:
-    """One request's increments, from its x-ragtrim-* headers and vLLM's usage."""
+def counts_of(headers: dict[str, str], usage: dict[str, Any] | None,
+              requests: int = 1) -> dict[str, float]:  # fmt: skip
+    """One answered body's increments, from its x-ragtrim-* headers and vLLM's usage;
+    `requests`: what the body counts as (a batch: its conversations, issue 44)."""
     before = int(headers.get("x-ragtrim-tokens-before") or 0)
     after = int(headers.get("x-ragtrim-tokens-after") or before)
     usage = usage or {}
     details = usage.get("prompt_tokens_details") or {}
     return {
-        "requests": 1,
+        "requests": requests,
         "prompt_tokens": int(usage.get("prompt_tokens") or 0),
         "tokens_before": before,
         "tokens_after": after,
@@ -76,7 +92,7 @@ class Accounting:
         self.store = store
         self.settings = settings
         self.metrics = metrics
-        self.known = known_tenants(tenancy)
+        self.known = labelled_tenants(tenancy)  # for metric labels only
         self.clock = clock
 
     async def record(self, tenant: str, counts: dict[str, float]) -> None:

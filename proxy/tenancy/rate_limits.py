@@ -6,13 +6,16 @@ on which window a request falls in. One Lua script per request reads the window'
 counts, admits the request only if both stay within the limits after adding it, and
 only then increments them: Redis runs a script atomically, so however many replicas
 ask at once, the fleet admits at most `limit` requests (and `limit` tokens) in one
-window — no slack per replica. Refused requests are not counted. The price of a fixed
+window — no slack per replica. Refused requests are not counted. One body may count as
+several requests (a batch of N conversations is N: proxy/http/route_table.py
+`Route.requests_in`); it is admitted only if all N fit. The price of a fixed
 window: a client may spend a whole window's quota at the end of one window and again
 at the start of the next (up to 2× the limit over any span of window_s).
 
 Tokens are estimated from every prompt form vLLM will count (issue 33: token ids,
 `tools` and tool-call arguments were free): message texts and string prompts at 4
-characters per token (OpenAI's rule of thumb), token ids one each, every other field
+characters per token (OpenAI's rule of thumb), token ids one each (`prompt`, and
+/inference/v1/generate's `token_ids`), every other field
 (tools, tool calls, content parts, schemas, documents, ...) by its JSON bytes, 4 per
 token, and each non-text content part at least NON_TEXT_PART_TOKENS. vLLM's own count
 exists only once the answer comes back, too late to refuse the request. Two checks
@@ -24,7 +27,9 @@ is counted (compression buys quota).
 Redis down (or no Redis at all): the store calls `local`. Without a shared store, and
 with `quotas.redis_down=local`, each replica enforces the same limits alone (a fleet
 of N then admits up to N× the limit); with `open` (the default) the request is
-admitted unchecked and counted (ragtrim_quota_fail_open).
+admitted unchecked and counted (ragtrim_quota_fail_open). Without Redis the window is
+the process's own, so `--workers N` would admit N× the limit: ragtrim refuses to start
+so (proxy/server/workers.py, issue 44).
 
 The headers follow OpenAI's API: x-ratelimit-{limit,remaining,reset}-{requests,tokens},
 the reset as a duration ("1s", "6m0s", "250ms").
@@ -57,9 +62,10 @@ local key = KEYS[1] .. ':' .. start
 local reqs = tonumber(redis.call('HGET', key, 'r') or '0')
 local toks = tonumber(redis.call('HGET', key, 't') or '0')
 local rl, tl, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local ok = (rl == 0 or reqs + 1 <= rl) and (tl == 0 or toks + n <= tl)
+local asked = tonumber(ARGV[6] or '1')
+local ok = (rl == 0 or reqs + asked <= rl) and (tl == 0 or toks + n <= tl)
 if ok and ARGV[5] == '1' then
-  reqs = redis.call('HINCRBY', key, 'r', 1)
+  reqs = redis.call('HINCRBY', key, 'r', asked)
   toks = redis.call('HINCRBY', key, 't', n)
   redis.call('PEXPIRE', key, window * 2)
 end
@@ -84,15 +90,16 @@ class Verdict:
     requests: int  # counted in this window, this request included when admitted
     tokens: int
     reset_ms: int
+    asked: int = 1  # the requests this body counts as (a batch: its conversations)
 
     @classmethod
-    def of(cls, counts: Counts, rpm: int, tpm: int) -> Verdict:
+    def of(cls, counts: Counts, rpm: int, tpm: int, asked: int = 1) -> Verdict:
         ok, reqs, toks, reset = (int(x) for x in counts)
-        return cls(bool(ok), rpm, tpm, reqs, toks, reset)
+        return cls(bool(ok), rpm, tpm, reqs, toks, reset, asked)
 
     @property
     def refused_by(self) -> str:
-        over_requests = self.limit_requests and self.requests + 1 > self.limit_requests
+        over_requests = self.limit_requests and self.requests + self.asked > self.limit_requests
         return "requests" if over_requests else "tokens"
 
     def headers(self) -> dict[str, str]:
@@ -134,15 +141,16 @@ class LocalWindow:
         self.clock = clock
         self._counts: dict[str, tuple[int, int, int]] = {}  # tenant → (start, reqs, tokens)
 
-    def admit(self, tenant: str, rpm: int, tpm: int, tokens: int, commit: bool = True) -> Counts:
+    def admit(self, tenant: str, rpm: int, tpm: int, tokens: int, commit: bool = True,
+              asked: int = 1) -> Counts:  # fmt: skip
         now = int(self.clock() * 1000)
         start = now - now % self.window_ms
         began, reqs, toks = self._counts.get(tenant, (start, 0, 0))
         if began != start:
             reqs = toks = 0
-        ok = (rpm == 0 or reqs + 1 <= rpm) and (tpm == 0 or toks + tokens <= tpm)
+        ok = (rpm == 0 or reqs + asked <= rpm) and (tpm == 0 or toks + tokens <= tpm)
         if ok and commit:
-            reqs, toks = reqs + 1, toks + tokens
+            reqs, toks = reqs + asked, toks + tokens
         self._counts[tenant] = (start, reqs, toks)
         return int(ok), reqs, toks, start + self.window_ms - now
 
@@ -159,9 +167,11 @@ class RateLimiter:
         self.local = LocalWindow(self.window_ms, clock)
         self.owns_store = owns_store  # True: a store opened for the limiter alone
 
-    async def admit(self, tenant: str, tokens: int, commit: bool = True) -> Verdict | None:
-        """The verdict for one request of `tokens` prompt tokens; None: no limit applies.
-        `commit=False` only asks whether it would fit: nothing is counted."""
+    async def admit(self, tenant: str, tokens: int, commit: bool = True,
+                    asked: int = 1) -> Verdict | None:  # fmt: skip
+        """The verdict for a body of `tokens` prompt tokens that counts as `asked`
+        requests; None: no limit applies. `commit=False` only asks whether it would
+        fit: nothing is counted."""
         rpm, tpm = self.settings.limits_of(tenant)
         if not rpm and not tpm:
             return None
@@ -170,11 +180,11 @@ class RateLimiter:
             if self.shared and self.settings.redis_down == "open":
                 self.metrics.quota_fail_open.inc()
                 return 1, 0, 0, self.window_ms
-            return self.local.admit(tenant, rpm, tpm, tokens, commit)
+            return self.local.admit(tenant, rpm, tpm, tokens, commit, asked)
 
-        args = [self.window_ms, rpm, tpm, tokens, 1 if commit else 0]
+        args = [self.window_ms, rpm, tpm, tokens, 1 if commit else 0, asked]
         counts = await self.store.eval(WINDOW_LUA, [f"quota:{tenant}"], args, local)
-        return Verdict.of(counts, rpm, tpm)
+        return Verdict.of(counts, rpm, tpm, asked)
 
     async def aclose(self) -> None:
         """Close the store when it is the limiter's own (components.make_quota_store)."""
@@ -204,6 +214,8 @@ def prompt_size(body: dict) -> PromptSize:
             parts = _messages(value)
         elif key == "prompt" and isinstance(value, str | list):
             parts = _prompt(value)
+        elif key == "token_ids" and isinstance(value, list):  # /inference/v1/generate
+            parts = (0, 0, len(value))
         else:
             parts = (0, 0 if key == "model" else _json_size(value), 0)
         text, size, ids = text + parts[0], size + parts[1], ids + parts[2]

@@ -2,6 +2,7 @@ import pytest
 
 from compressors import Budget, Compressor, HFTokenCounter, split_sentences
 from compressors.extractive import ExtractiveCompressor, LRUEmbeddingCache
+from tests.doubles.sentence_encoder import CountingEncoder
 
 DOCS = [
     "The Eiffel Tower stands in Paris. It was completed in 1889 for the World's Fair. "
@@ -104,3 +105,19 @@ def test_code_blocks_are_atomic(compressor):
     text = r.texts[0]
     assert text.count("```") in (0, 2)
     assert "pip install ragtrim. Then import it." in text
+
+
+def test_one_scopes_embeddings_never_serve_another():
+    """Issue 44: tenant A warms the cache; B with the same documents misses, as with
+    documents never seen (CVE-2025-46570 class); A hits its own."""
+    c = ExtractiveCompressor(model_path="unused")
+    c._model = encoder = CountingEncoder()
+    budget = Budget(rate=0.5)
+    c.compress(DOCS, question=QUESTION, budget=budget, scope="tenant-a")
+    cold = len(encoder.encoded)
+    c.compress(DOCS, question=QUESTION, budget=budget, scope="tenant-b")
+    assert cold > 10 and len(encoder.encoded) == 2 * cold
+    c.compress(DOCS, question=QUESTION, budget=budget, scope="tenant-a")
+    assert len(encoder.encoded) == 2 * cold
+    unscoped = c.compress(DOCS, question=QUESTION, budget=budget)
+    assert len(encoder.encoded) == 3 * cold and unscoped.texts  # "" is a scope of its own

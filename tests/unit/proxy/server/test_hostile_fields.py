@@ -47,7 +47,11 @@ SHAPES = {
     "schema_12mb": lambda: ({**CHAT, "messages": USER, "response_format": schema(180_000)},
                             413, None),
     "tools_200": lambda: ({**CHAT, "messages": USER, "tools": [tool(i) for i in range(200)]},
-                          400, "tools"),
+                          200, None),  # vLLM has no tool cap: neither has ragtrim at 128 (44)
+    "logit_bias_290k": lambda: ({**CHAT, "messages": USER, "logit_bias": {
+        str(i): -100 for i in range(290_000)}}, 413, None),
+    "object_keys_20k": lambda: ({**CHAT, "messages": USER, "logit_bias": {
+        str(i): -100 for i in range(20_000)}}, 400, "logit_bias"),
     "system_5k": lambda: ({**CHAT, "messages": [{"role": "system", "content": "x"}] * 5_000},
                           400, "messages"),
     "parts_5k": lambda: ({**CHAT, "messages": [{"role": "user", "content": [
@@ -57,6 +61,8 @@ SHAPES = {
     "question_900k": lambda: (_rag("what is in the archive? " * 37_500), 200, None),
     "question_2m": lambda: (_rag("which letters? " * 133_000), 200, None),
     "schema_40k": lambda: ({**CHAT, "messages": USER, "response_format": schema(40_000)},
+                           400, "response_format.json_schema.schema.properties"),  # (44)
+    "schema_10k": lambda: ({**CHAT, "messages": USER, "response_format": schema(10_000)},
                            200, None),
     "system_prompt_8mb": lambda: ({**CHAT, "messages": [{"role": "system", "content":
         "Rule: answer briefly and cite sources.   \n" * 200_000}, *USER]}, 200, None),

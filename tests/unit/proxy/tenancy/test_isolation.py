@@ -48,14 +48,16 @@ def post(proxy, body: dict, key: str, **kw) -> httpx.Response:
 
 
 def test_memo_prefix_registry_and_replay_are_per_tenant(stub, make_proxy):
-    store = MemoryStore()
-    proxy = make_proxy([stub.url], compressor=HalfWords(), store=store, tenancy=TENANCY,
+    store, compressor = MemoryStore(), HalfWords()
+    proxy = make_proxy([stub.url], compressor=compressor, store=store, tenancy=TENANCY,
                        compression=ALWAYS)  # fmt: skip
-    body = rag("isolation")
-    assert post(proxy, body, "key-a").headers["x-ragtrim-cache-hits"] == "0/3"
-    assert post(proxy, body, "key-a").headers["x-ragtrim-cache-hits"] == "3/3"
+    body, warm = rag("isolation"), compressor.calls  # (its warm-up and calibration runs)
+    post(proxy, body, "key-a")
+    post(proxy, body, "key-a")
+    assert compressor.calls == warm + 1  # acme's second: its memo's hits
     globex = post(proxy, body, "key-b")
-    assert globex.headers["x-ragtrim-cache-hits"] == "0/3"  # acme's entries are not globex's
+    assert compressor.calls == warm + 2  # acme's entries are not globex's
+    assert "x-ragtrim-cache-hits" not in globex.headers  # nor shown with tenancy (issue 44)
     memo = [k for k in store._data if k.startswith("memo:")]
     tags = {k.split(":")[1] for k in memo}
     assert len(memo) == 6 and len(tags) == 2  # 3 documents × 2 tenants, one tag each

@@ -15,6 +15,7 @@ from proxy.tenancy.rate_limits import (
     prompt_size,
     reset_text,
 )
+from tests.support.redis_server import RedisServer
 from tests.support.servers import free_port
 
 
@@ -138,3 +139,29 @@ async def test_redis_down_fails_open_counted_or_limits_locally(mode):
         assert allowed == [True] * 4 and fail_open == 4
     else:
         assert allowed == [True, True, False, False] and fail_open == 0
+
+
+@pytest.mark.parametrize("where", ["redis", "process"])
+async def test_a_body_of_n_requests_is_admitted_whole_or_refused_whole(where):
+    """Issue 44: a batch of N conversations counts N requests, in the Redis script and
+    in the process's own window alike; one that does not fit whole is not counted."""
+    server = RedisServer(free_port()).start() if where == "redis" else None
+    store = RedisStore(server.url) if server is not None else MemoryStore()
+    limiter = RateLimiter(store, QuotaSettings(requests_per_minute=4), Metrics(),
+                          shared=server is not None, clock=Clock())  # fmt: skip
+    try:
+        three = await limiter.admit("acme", 10, asked=3)
+        two = await limiter.admit("acme", 10, asked=2)
+        one = await limiter.admit("acme", 10, asked=1)
+    finally:
+        await store.aclose()
+        if server is not None:
+            server.kill()
+    assert (three.allowed, three.requests, three.headers()["x-ratelimit-remaining-requests"]) == (
+        True, 3, "1")  # fmt: skip
+    assert not two.allowed and two.refused_by == "requests" and two.requests == 3
+    assert one.allowed and one.requests == 4
+
+
+def test_generate_token_ids_count_one_each():
+    assert prompt_size({"token_ids": list(range(1000))}).tokens == 1000

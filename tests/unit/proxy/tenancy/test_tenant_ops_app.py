@@ -35,8 +35,8 @@ def test_tenant_over_its_limit_gets_openai_429_and_others_are_untouched(stub, ma
     assert third.headers["x-ratelimit-remaining-requests"] == "0"
     assert third.headers["x-ratelimit-reset-requests"].endswith("s")
     assert chat(proxy, GLOBEX).status_code == 200
-    assert 'ragtrim_quota_refusals_total{limit="requests",tenant="acme"} 1.0' in httpx.get(
-        f"{proxy.url}/metrics", headers=ACME).text  # fmt: skip
+    metrics = httpx.get(f"{proxy.url}/metrics", headers=ACME).text  # names no tenant (issue 44)
+    assert 'ragtrim_quota_refusals_total{limit="requests",tenant="all"} 1.0' in metrics
 
 
 def test_tokens_are_counted_after_compression(stub, make_proxy):
@@ -57,7 +57,8 @@ def test_tokens_are_counted_after_compression(stub, make_proxy):
 
 def test_usage_endpoint_a_tenant_sees_its_own_the_admin_key_all(stub, make_proxy):
     accounting = {"price_per_1k_prompt_tokens": 2.0, "admin_key": "admin-key-123"}
-    proxy = make_proxy([stub.url], tenancy=TENANCY, accounting=accounting, compression=ALWAYS,
+    labelled = {**TENANCY, "metrics_tenant_labels": True}  # /metrics names tenants: asked for
+    proxy = make_proxy([stub.url], tenancy=labelled, accounting=accounting, compression=ALWAYS,
                        compressor=HalfWords())  # fmt: skip
     answers = [chat(proxy, ACME, rag_body()) for _ in range(3)] + [chat(proxy, GLOBEX)]
     assert all(r.status_code == 200 for r in answers)
