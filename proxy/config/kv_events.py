@@ -44,3 +44,15 @@ class KvEventsSettings(Section):
         "template) in a worker thread, not on the event loop; below it the thread hop "
         "costs about what tokenizing does (0.1 ms; 1.4k tokens cost 1.2 ms).",
     )  # fmt: skip
+    max_prefix_tokens: int = Field(
+        32_768, gt=0, description="kv_cache: only a request's leading tokens can match a "
+        "cache, so at most this many are tokenized and chain-hashed (the text is cut first, "
+        "at this many tokens x 8 characters), whatever the prompt's size.",
+    )  # fmt: skip
+    max_message_bytes: int = Field(
+        2 << 20, gt=0, description="ZMQ MAXMSGSIZE on every KV-event socket (SUB, replay): a "
+        "bigger message is dropped by zmq unread, with the publisher's connection (a reconnect "
+        "resyncs). Decoding holds the GIL ~13-27 ms per MB, so 2 MiB bounds the loop's wait "
+        "to ~50 ms; a vLLM step publishes at most its max_num_batched_tokens of blocks "
+        "(16k tokens: ~1k blocks, ~60 KB), a 300,000-block batch is ~21 MB.",
+    )  # fmt: skip

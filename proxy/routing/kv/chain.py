@@ -42,7 +42,8 @@ def block_hash(parent: int | None, tokens: Sequence[int], extra: Any = None) -> 
     """The hash of one block given its parent's (None for the first block)."""
     digest = hashlib.blake2b(digest_size=8, person=_PERSON)
     digest.update(_ZERO if parent is None else parent.to_bytes(8, "big"))
-    digest.update(array("I", tokens).tobytes())
+    digest.update(tokens if isinstance(tokens, array) and tokens.typecode == "I"
+                  else array("I", tokens))  # fmt: skip
     digest.update(b"\xff")
     digest.update(_extra_bytes(extra))
     return int.from_bytes(digest.digest(), "big")

@@ -19,6 +19,9 @@ VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES; either is kept as it came (a dict key).
 
 from __future__ import annotations
 
+import math
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +40,7 @@ class EventDecodeError(ValueError):
 class BlockStored:
     block_hashes: list[Any]
     parent_block_hash: Any
-    token_ids: list[int]
+    token_ids: Sequence[int]  # an array("I") once decoded
     block_size: int
     medium: str | None = None
     lora_name: str | None = None
@@ -76,30 +79,79 @@ def _fields(raw: Any, names: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
     raise EventDecodeError(f"event of unknown shape: {type(raw).__name__}")
 
 
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise EventDecodeError(what)
+
+
+def _opt(value: Any, kind: type, what: str) -> Any:
+    """`value` when it is None or a `kind` (never a bool for int), else EventDecodeError."""
+    _check(value is None or (isinstance(value, kind) and not isinstance(value, bool)), what)
+    return value
+
+
+def _hashes(value: Any) -> list[Any]:
+    """Block hashes: bytes, or ints (VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES); never a list
+    (unhashable: it would kill the subscriber's thread in the index)."""
+    hashes = list(value) if isinstance(value, list) else None
+    _check(hashes is not None and set(map(type, hashes)) <= {bytes, int}, "bad block hashes")
+    return hashes  # type: ignore[return-value]
+
+
+def _token_ids(value: Any) -> array:
+    """Ints in [0, 2**32) (array "I" checks in C), as chain.py hashes them: 4-byte
+    words, held flat (a collection walks no 4.8M-item list while a batch is applied)."""
+    _check(isinstance(value, list), "token ids not a list")
+    try:
+        return array("I", value)
+    except (TypeError, OverflowError) as exc:
+        raise EventDecodeError(f"bad token ids: {exc}") from exc
+
+
+def _extra_keys(value: Any) -> list[Any] | None:
+    ok = isinstance(value, list) and all(e is None or isinstance(e, list) for e in value)
+    _check(value is None or ok, "bad extra keys")
+    return value
+
+
+def _stored(f: dict[str, Any]) -> BlockStored:
+    size = f.get("block_size")
+    _check(isinstance(size, int) and not isinstance(size, bool), "bad block size")
+    parent = f.get("parent_block_hash")
+    _check(parent is None or type(parent) in (bytes, int), "bad parent hash")
+    _opt(f.get("lora_id"), int, "bad lora id")
+    return BlockStored(
+        block_hashes=_hashes(f.get("block_hashes")), parent_block_hash=parent,
+        token_ids=_token_ids(f.get("token_ids")), block_size=size,
+        medium=_opt(f.get("medium"), str, "bad medium"),
+        lora_name=_opt(f.get("lora_name"), str, "bad lora name"),
+        extra_keys=_extra_keys(f.get("extra_keys")),
+        group_idx=_opt(f.get("group_idx"), int, "bad group"),
+    )  # fmt: skip
+
+
 def decode_event(raw: Any) -> Event | None:
-    """One event; None for a tag this version does not know (a newer vLLM's)."""
+    """One event, every field of its type (EventDecodeError if not); None for a tag this
+    version does not know (a newer vLLM's)."""
     if not isinstance(raw, dict | list):
         raise EventDecodeError(f"event of unknown shape: {type(raw).__name__}")
     tag = raw.get("type") if isinstance(raw, dict) else (raw[0] if raw else None)
     if tag == "BlockStored":
-        _, f = _fields(raw, _STORED_FIELDS)
-        return BlockStored(
-            block_hashes=list(f.get("block_hashes") or []),
-            parent_block_hash=f.get("parent_block_hash"), token_ids=list(f.get("token_ids") or []),
-            block_size=int(f.get("block_size") or 0), medium=f.get("medium"),
-            lora_name=f.get("lora_name"), extra_keys=f.get("extra_keys"),
-            group_idx=f.get("group_idx"),
-        )  # fmt: skip
+        return _stored(_fields(raw, _STORED_FIELDS)[1])
     if tag == "BlockRemoved":
         _, f = _fields(raw, _REMOVED_FIELDS)
-        return BlockRemoved(list(f.get("block_hashes") or []), f.get("medium"), f.get("group_idx"))
+        return BlockRemoved(_hashes(f.get("block_hashes")),
+                            _opt(f.get("medium"), str, "bad medium"),
+                            _opt(f.get("group_idx"), int, "bad group"))  # fmt: skip
     if tag == "AllBlocksCleared":
         return AllBlocksCleared()
     return None
 
 
 def decode_batch(payload: bytes) -> EventBatch:
-    """The EventBatch in `payload`; EventDecodeError when it is not one."""
+    """The EventBatch in `payload`, typed throughout; EventDecodeError when it is not one
+    (a string or non-finite ts, a list as a hash, a token id >= 2**32, any wrong type):
+    the subscriber counts it and drops it whole, and its thread and index live on."""
     try:
         raw = msgspec.msgpack.decode(payload)
     except msgspec.DecodeError as exc:
@@ -108,9 +160,12 @@ def decode_batch(payload: bytes) -> EventBatch:
         raw = [raw.get("ts"), raw.get("events"), raw.get("data_parallel_rank")]
     if not isinstance(raw, list) or len(raw) < 2 or not isinstance(raw[1], list):
         raise EventDecodeError("not an EventBatch [ts, events, dp_rank]")
+    ts = raw[0]
+    _check(isinstance(ts, int | float) and not isinstance(ts, bool) and math.isfinite(ts),
+           "ts not a finite number")  # fmt: skip
     events = [event for item in raw[1] if (event := decode_event(item)) is not None]
-    rank = raw[2] if len(raw) > 2 else None
-    return EventBatch(float(raw[0] or 0.0), events, rank)
+    rank = _opt(raw[2] if len(raw) > 2 else None, int, "bad rank")
+    return EventBatch(float(ts), events, rank)
 
 
 def decode_seq(frame: bytes) -> int:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from itertools import takewhile
 from typing import Any
 
@@ -29,6 +29,7 @@ from proxy.routing.kv.chain import block_hash
 from proxy.routing.kv.events import AllBlocksCleared, BlockRemoved, BlockStored, Event
 
 BYTES_PER_BLOCK = 400  # an upper bound: 196 measured (bench.lib.prefix_kv.index_bytes_per_block)
+SLICE_BLOCKS = 2_000  # blocks applied per hold of the lock (a few ms of hashing)
 
 
 @dataclass
@@ -75,8 +76,11 @@ class BackendBlocks:
 
 class KvIndex:
     """Backends' blocks by URL. The subscribers' threads change it holding `lock`
-    (proxy/routing/kv/subscriber.py); the event loop reads it holding `lock` too, for a
-    batch applied whole, never half (a hold is one batch's apply: microseconds)."""
+    (proxy/routing/kv/subscriber.py), a batch in `slices` of at most SLICE_BLOCKS blocks,
+    the lock let go between them. The event loop reads it without the lock: each read
+    is one dict lookup, atomic under the GIL, so the loop never waits on an apply (a
+    300k-block batch took 2 s under the lock: issue 44). A reader may see a batch in
+    part: a prefix of its events, in order, as if the rest had not arrived yet."""
 
     def __init__(self, max_blocks: int = 262_144, *,
                  on_orphan: Callable[[int], None] | None = None,
@@ -93,15 +97,14 @@ class KvIndex:
         return self.backends.get(url)
 
     def blocks(self) -> int:
-        with self.lock:  # a subscriber's thread may add a backend meanwhile
-            return sum(len(b) for b in self.backends.values())
+        # list(): one C call, so a subscriber's thread adding a backend cannot interleave
+        return sum(len(b) for b in list(self.backends.values()))
 
     def roomy(self, urls: Iterable[str], window: float) -> set[str]:
         """Those of `urls` in sync that evicted nothing for `window` seconds: their
         caches have room, so blocks stored there now evict nothing."""
         now = self.clock()
-        with self.lock:
-            states = [(url, self.backends.get(url)) for url in urls]
+        states = [(url, self.backends.get(url)) for url in urls]  # no lock: see the class
         return {url for url, st in states if st is not None and st.synced
                 and (st.evicted_at is None or now - st.evicted_at > window)}  # fmt: skip
 
@@ -158,3 +161,44 @@ class KvIndex:
             state.evict_oldest()
         if over > 0 and self.on_evict is not None:
             self.on_evict(over)
+
+
+def slices(events: Sequence[Event], blocks: int = SLICE_BLOCKS) -> Iterator[list[Event]]:
+    """`events` in order, in lists of at most `blocks` blocks (an event bigger than that
+    cut into events of its own), so that applying the lists one after the other gives
+    what applying `events` whole gives."""
+    part: list[Event] = []
+    room = blocks
+    for event in events:
+        for piece in _pieces(event, blocks):
+            n = _size(piece)
+            if n > room and part:
+                yield part
+                part, room = [], blocks
+            part.append(piece)
+            room -= n
+    if part:
+        yield part
+
+
+def _size(event: Event) -> int:
+    return len(event.block_hashes) if isinstance(event, BlockStored | BlockRemoved) else 1
+
+
+def _pieces(event: Event, blocks: int) -> Iterator[Event]:
+    """`event`, or its blocks `blocks` at a time, each stored piece chained to the last
+    block of the one before (the index keys a stored block by its parent's hash)."""
+    if _size(event) <= blocks:
+        yield event
+        return
+    assert isinstance(event, BlockStored | BlockRemoved)
+    for at in range(0, len(event.block_hashes), blocks):
+        hashes = event.block_hashes[at : at + blocks]
+        if isinstance(event, BlockRemoved):
+            yield replace(event, block_hashes=hashes)
+            continue
+        size, extras = event.block_size, event.extra_keys
+        parent = event.block_hashes[at - 1] if at else event.parent_block_hash
+        yield replace(event, block_hashes=hashes, parent_block_hash=parent,
+                      token_ids=event.token_ids[at * size : (at + blocks) * size],
+                      extra_keys=extras[at : at + blocks] if extras else extras)  # fmt: skip

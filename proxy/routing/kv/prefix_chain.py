@@ -80,20 +80,26 @@ class StaticPrefix:
 
 class TokenIds(list):
     """A request's token ids (a plain list of ints to every reader), with the cached
-    prefix they start with, when there is one, and the prefix they leave for the
-    conversation's next turn (chat_tokens remembers each turn)."""
+    prefix they start with, when there is one, the prefix they leave for the
+    conversation's next turn (chat_tokens remembers each turn), and their chains by
+    (block size, first block's extra keys), hashed once (in the scorer's `prepare`)."""
 
-    __slots__ = ("static", "next_turn")
+    __slots__ = ("static", "next_turn", "chains")
 
     def __init__(self, ids: list[int], static: StaticPrefix | None = None,
                  next_turn: StaticPrefix | None = None):  # fmt: skip
         super().__init__(ids)
         self.static, self.next_turn = static, next_turn
+        self.chains: dict[tuple[int, str], list[int]] = {}
 
 
 def request_chain(ids: Sequence[int], block_size: int, extras: Sequence[Any] = ()) -> list[int]:
     """`chain(ids, block_size, extras)`, reusing the cached prefix's hashes; the next
     turn's prefix keeps its part, so that turn hashes only its own new blocks."""
+    memo = getattr(ids, "chains", None)
+    key = (block_size, repr(list(extras[:1])))
+    if memo is not None and key in memo:
+        return memo[key]
     static = getattr(ids, "static", None)
     head = static.chain(block_size, extras) if static is not None else []
     if not head or any(extras[len(head) :]):  # extra keys past the prefix: hash it all
@@ -103,4 +109,6 @@ def request_chain(ids: Sequence[int], block_size: int, extras: Sequence[Any] = (
     next_turn = getattr(ids, "next_turn", None)
     if next_turn is not None:
         next_turn.seed(block_size, extras, hashes)
+    if memo is not None and len(memo) < CHAINS_PER_PREFIX:
+        memo[key] = hashes
     return hashes

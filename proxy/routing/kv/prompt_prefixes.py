@@ -34,6 +34,7 @@ from proxy.routing.kv.prefix_chain import StaticPrefix
 STATIC_ROLES = ("system", "developer")
 MAX_BYTES = 64 << 20  # a cache's text, keys and ids: 16 MiB bodies must not fill memory
 GEN_PROMPTS = 32  # generation prompts kept (one per chat_template_kwargs a client sends)
+TENANT_SHARE = 4  # a partition (tenant) holds at most 1/4 of a cache's entries and bytes
 
 
 class Template(Protocol):
@@ -44,36 +45,67 @@ class Template(Protocol):
 
 
 class Lru:
-    """Prefixes by key, least recently used out first, bounded in entries and in bytes
-    (the prefix's own text twice, the key holds its messages too, and 8 bytes an id)."""
+    """Prefixes by (partition, key), least recently used out first, bounded in entries
+    and in bytes (the prefix's own text twice, the key holds its messages too, and 8
+    bytes an id), and so is each partition, at 1/TENANT_SHARE of both.
+
+    A partition is the request's cache_salt, per tenant with tenancy on (the tenant
+    stage sets it): a hit is a timing tell (issue 44: 4 ms for another tenant's 20k-
+    character system prompt, 37 ms for an unseen one), so one tenant never hits on
+    another's text, nor fills the cache with its own."""
 
     def __init__(self, entries: int, max_bytes: int = MAX_BYTES):
         self.entries, self.max_bytes, self.bytes = entries, max_bytes, 0
-        self.items: OrderedDict[tuple, StaticPrefix] = OrderedDict()
+        self.part_entries = max(1, entries // TENANT_SHARE)
+        self.part_bytes = max_bytes // TENANT_SHARE
+        self.items: OrderedDict[tuple[str, tuple], StaticPrefix] = OrderedDict()
+        self.parts: dict[str, list[int]] = {}  # partition -> [entries, bytes]
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def __contains__(self, key: tuple | None) -> bool:
-        return key in self.items
+    def has(self, part: str, key: tuple | None) -> bool:
+        return key is not None and (part, key) in self.items
 
     def values(self):
         return self.items.values()
 
-    def get(self, key: tuple | None) -> StaticPrefix | None:
-        prefix = self.items.get(key) if key is not None else None
+    def get(self, part: str, key: tuple | None) -> StaticPrefix | None:
+        prefix = self.items.get((part, key)) if key is not None else None
         if prefix is not None:
-            self.items.move_to_end(key)
+            self.items.move_to_end((part, key))
         return prefix
 
-    def put(self, key: tuple | None, prefix: StaticPrefix) -> None:
-        if key is None or _weight(prefix) > self.max_bytes:
+    def put(self, part: str, key: tuple | None, prefix: StaticPrefix) -> None:
+        if key is None or _weight(prefix) > self.part_bytes:
             return
-        old = self.items.pop(key, None)
-        self.bytes += _weight(prefix) - (_weight(old) if old is not None else 0)
-        self.items[key] = prefix
+        self._drop((part, key))
+        self.items[(part, key)] = prefix
+        self._count(part, 1, _weight(prefix))
+        used = self.parts[part]
+        while used[0] > self.part_entries or used[1] > self.part_bytes:
+            self._drop(next(k for k in self.items if k[0] == part))
         while len(self.items) > self.entries or self.bytes > self.max_bytes:
-            self.bytes -= _weight(self.items.popitem(last=False)[1])
+            self._drop(next(iter(self.items)))
+
+    def _drop(self, item: tuple[str, tuple]) -> None:
+        old = self.items.pop(item, None)
+        if old is not None:
+            self._count(item[0], -1, -_weight(old))
+
+    def _count(self, part: str, entries: int, size: int) -> None:
+        used = self.parts.setdefault(part, [0, 0])
+        used[0] += entries
+        used[1] += size
+        self.bytes += size
+        if not used[0]:
+            del self.parts[part]
+
+
+def partition(body: dict[str, Any]) -> str:
+    """The cache partition of a request: its cache_salt ("" without one)."""
+    salt = body.get("cache_salt")
+    return salt if isinstance(salt, str) else ""
 
 
 def _weight(prefix: StaticPrefix) -> int:
@@ -94,21 +126,21 @@ class PromptPrefixes:
         n = static_count(messages)
         static = self._static(messages[:n], body, text) if 0 < n < len(messages) else None
         for k in _cuts(messages, n):
-            turn = self.turns.get(self._turn_key(static, messages, n, k, body))
+            turn = self.turns.get(partition(body), self._turn_key(static, messages, n, k, body))
             if turn is not None and self.exact(text, turn):
                 return turn, static
         return static, static
 
     def _static(self, messages: list[dict], body: dict[str, Any], text: str) -> StaticPrefix | None:
         key = message_key(messages, body)
-        static = self.static.get(key)
+        static = self.static.get(partition(body), key)
         if static is not None and self.exact(text, static):
             return static
         rendered = self.template.render(messages, body, False)
         if not text.startswith(rendered) or not self._cut(text, len(rendered)):
             return None
         static = StaticPrefix(rendered, self.template.encode(rendered))
-        self.static.put(key, static)
+        self.static.put(partition(body), key, static)
         return static
 
     def remember(self, messages: list[dict], body: dict[str, Any], text: str, ids: list[int],
@@ -121,15 +153,18 @@ class PromptPrefixes:
             return None  # the prompt starts with a special token: the cut before it is exact
         start, at = (static.size, static.text_len) if static is not None else (0, 0)
         turn = StaticPrefix(text[at : -len(suffix)], array("I", ids[start : -len(tail)]), static)
-        self.turns.put(self._turn_key(static, messages, n, len(messages), body), turn)
+        self.turns.put(partition(body), self._turn_key(static, messages, n, len(messages), body),
+                       turn)  # fmt: skip
         return turn
 
     def cached_cut(self, messages: list[dict], body: dict[str, Any]) -> int:
         """How many leading messages a cached prefix covers (0: none)."""
         n = static_count(messages)
-        static = self.static.get(message_key(messages[:n], body)) if 0 < n < len(messages) else None
+        part, static = partition(body), None
+        if 0 < n < len(messages):
+            static = self.static.get(part, message_key(messages[:n], body))
         for k in _cuts(messages, n):
-            if self._turn_key(static, messages, n, k, body) in self.turns:
+            if self.turns.has(part, self._turn_key(static, messages, n, k, body)):
                 return k
         return n if static is not None else 0
 

@@ -108,7 +108,16 @@ class KvCacheScorer:
         ctx.token_ids = ids or []
 
     def _ids(self, ctx: RequestContext) -> list[int] | None:
-        return self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
+        """The ids, and their chain at each block size the index knows (kept with the ids,
+        prefix_chain.TokenIds): in `prepare`'s thread for a big request, so ranking on
+        the loop hashes nothing new."""
+        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
+        if ids:
+            extras = _extras(ctx)
+            sizes = {st.block_size for st in list(self.index.backends.values()) if st.block_size}
+            for size in sizes:
+                request_chain(ids, size, extras)
+        return ids
 
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
         """A Share per in-sync endpoint (None: no token ids); the others are left out."""
@@ -117,24 +126,23 @@ class KvCacheScorer:
         ids = ctx.token_ids
         if not ids:
             return None
-        salt = ctx.body.get("cache_salt")
-        extras = request_extras(salt if isinstance(salt, str) else None)
+        extras = _extras(ctx)
         by_size: dict[int, list[int]] = {}
         out: dict[Endpoint, Share] = {}
-        with self.index.lock:  # the subscribers' threads apply batches whole
-            states = {ep: self.index.backend(ep.url) for ep in endpoints}
-            fleet_size = next((st.block_size for st in states.values() if st and st.block_size), 16)
-            for ep, state in states.items():
-                if state is None or not state.synced:
-                    continue
-                size = state.block_size or fleet_size  # one that stored nothing yet: the fleet's
-                hashes = by_size.get(size)
-                if hashes is None:
-                    hashes = request_chain(ids, size, extras) or [block_hash(None, ids)]
-                    by_size[size] = hashes
-                leading = state.leading(hashes)
-                held = min(len(ids), leading * size)
-                out[ep] = Share(leading / len(hashes), hashes, held, size, leading)
+        # No lock: reads are single dict lookups (proxy/routing/kv/index.py KvIndex).
+        states = {ep: self.index.backend(ep.url) for ep in endpoints}
+        fleet_size = next((st.block_size for st in states.values() if st and st.block_size), 16)
+        for ep, state in states.items():
+            if state is None or not state.synced:
+                continue
+            size = state.block_size or fleet_size  # one that stored nothing yet: the fleet's
+            hashes = by_size.get(size)
+            if hashes is None:
+                hashes = request_chain(ids, size, extras) or [block_hash(None, ids)]
+                by_size[size] = hashes
+            leading = state.leading(hashes)
+            held = min(len(ids), leading * size)
+            out[ep] = Share(leading / len(hashes), hashes, held, size, leading)
         return out
 
     def _stake(self, ctx: RequestContext, shares: dict[Endpoint, Share] | None) -> Held | None:
@@ -201,3 +209,8 @@ class KvCacheScorer:
             fallback = self.affinity.score(ctx, endpoints)
             scores.update({ep: fallback[ep] for ep in stale})
         return scores
+
+
+def _extras(ctx: RequestContext) -> list:
+    salt = ctx.body.get("cache_salt")
+    return request_extras(salt if isinstance(salt, str) else None)

@@ -62,5 +62,6 @@ def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics, tokeniz
     m.kv_index_bytes.set_function(lambda: index.blocks() * BYTES_PER_BLOCK)
     hooks = Hooks(lag=m.kv_event_lag.observe, resync=lambda why: m.kv_resyncs.labels(why).inc(),
                   batch=m.kv_batches.inc, bad=m.kv_bad_messages.inc)  # fmt: skip
-    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe, explicit_dir=tokenizer_dir)
+    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe, explicit_dir=tokenizer_dir,
+                           max_tokens=settings.max_prefix_tokens)  # fmt: skip
     return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks), on_loaded)

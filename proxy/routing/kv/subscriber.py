@@ -29,6 +29,7 @@ While not in sync (not yet replayed, replay failed, disconnected) the backend is
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -37,12 +38,13 @@ from dataclasses import dataclass
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-from proxy.routing.kv.events import EventDecodeError, decode_batch, decode_seq
-from proxy.routing.kv.index import KvIndex
+from proxy.routing.kv.events import EventBatch, EventDecodeError, decode_batch, decode_seq
+from proxy.routing.kv.index import KvIndex, slices
 
 log = logging.getLogger("ragtrim.kv")
 END = -1
 POLL_MS = 250  # how long a stop or a resync asked by the monitor waits at most
+RECONNECT_S = 0.1  # pause before a dropped connection's fresh socket (zmq's reconnect_ivl)
 
 
 @dataclass(frozen=True)
@@ -76,21 +78,36 @@ class Hooks:
 class KvSubscriber:
     def __init__(self, url: str, pub: str, replay: str | None, topic: str, index: KvIndex,
                  zctx: zmq.Context, hooks: Hooks | None = None,
-                 replay_timeout: float = 2.0):  # fmt: skip
+                 replay_timeout: float = 2.0, max_message_bytes: int | None = None):  # fmt: skip
+        """`max_message_bytes`: ZMQ MAXMSGSIZE on every socket opened (None: no bound;
+        KvSubscriptions passes kv_events.max_message_bytes): zmq drops a bigger message
+        unread, so a hostile publisher cannot make this process hold or decode it."""
         self.url, self.pub, self.replay, self.topic = url, pub, replay or None, topic
+        self.max_message_bytes = max_message_bytes
         self.index, self.zctx, self.hooks = index, zctx, hooks or Hooks()
         self.replay_timeout = replay_timeout
         self.expected: int | None = None  # the next seq; None until in sync
         self.stopping = threading.Event()  # set: run() returns, nothing more is applied
         self._resync_reason: str | None = "connect"
-        self._dropped = False  # the connection dropped once: a reconnect resyncs
 
     def run(self) -> None:
-        """Receive until `stopping` is set (blocking: call it on its own thread)."""
-        sub = self.zctx.socket(zmq.SUB)
+        """Receive until `stopping` is set (blocking: call it on its own thread).
+
+        A dropped connection gets a fresh socket: libzmq does not reconnect a peer it
+        dropped for a protocol error (a message over MAXMSGSIZE), and a reconnect may
+        be a new process anyway, so every new connection resyncs."""
+        while not self.stopping.is_set():
+            self._connection()
+            if not self.stopping.is_set():
+                self._resync_reason = "reconnect"
+                self.stopping.wait(RECONNECT_S)
+
+    def _connection(self) -> None:
+        """One SUB connection, until it drops or `stopping` is set."""
+        sub = self._socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, self.topic.encode())
         sub.setsockopt(zmq.LINGER, 0)
-        monitor = sub.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        monitor = sub.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         sub.connect(self.pub)
         poller = zmq.Poller()
         poller.register(sub, zmq.POLLIN)
@@ -100,22 +117,23 @@ class KvSubscriber:
                 if self._resync_reason is not None:
                     self.resync(self._resync_reason)
                 ready = dict(poller.poll(POLL_MS))
-                if monitor in ready:
-                    self._watch(parse_monitor_message(monitor.recv_multipart()))
                 if sub in ready:
                     self.handle(sub.recv_multipart())
+                if monitor in ready:
+                    event = parse_monitor_message(monitor.recv_multipart())
+                    if event["event"] == zmq.EVENT_DISCONNECTED:
+                        self._out_of_sync()
+                        return
         finally:
             sub.disable_monitor()
             monitor.close(0)
             sub.close(0)
 
-    def _watch(self, event: dict) -> None:
-        """Connection changes: a reconnect may be a new process, so resync."""
-        if event["event"] == zmq.EVENT_CONNECTED and self._dropped:
-            self._resync_reason = "reconnect"
-        elif event["event"] == zmq.EVENT_DISCONNECTED:
-            self._dropped = True
-            self._out_of_sync()
+    def _socket(self, kind: int) -> zmq.Socket:
+        sock = self.zctx.socket(kind)
+        if self.max_message_bytes is not None:
+            sock.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        return sock
 
     def _out_of_sync(self) -> None:
         self.expected = None
@@ -180,14 +198,27 @@ class KvSubscriber:
         except EventDecodeError:
             self.hooks.bad()
             return
-        self._locked(lambda: self.index.apply(self.url, batch.events))
-        if live:
+        self.apply_batch(seq, batch, live=live)
+
+    def apply_batch(self, seq: int, batch: EventBatch, *, live: bool) -> None:
+        """A decoded batch into the index, in slices (index.slices): the lock, and the
+        GIL, let go between them, so the loop never waits on a big batch."""
+        try:
+            for i, part in enumerate(slices(batch.events)):  # the lock let go between
+                if i:
+                    time.sleep(0)  # and the GIL: a reader waiting for either goes first
+                self._locked(lambda part=part: self.index.apply(self.url, part))
+        except Exception as exc:  # noqa: BLE001 - decoded yet unappliable: kept, counted
+            log.warning("kv batch %d of %s not applied: %r", seq, self.url, exc)
+            self.hooks.bad()
+            return
+        if live and math.isfinite(batch.ts):  # decode_batch refuses others; never a NaN lag
             self.hooks.lag(max(time.time() - batch.ts, 0.0))
         self.hooks.batch()
 
     def _replay_from(self, start: int) -> bool:
         """Ask the ROUTER for every batch from `start`; False on a timeout or bad frame."""
-        dealer = self.zctx.socket(zmq.DEALER)
+        dealer = self._socket(zmq.DEALER)
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.connect(self.replay)
         try:
@@ -202,10 +233,12 @@ class KvSubscriber:
                 log.warning("kv replay from %s timed out", self.replay)
                 return False
             frames = dealer.recv_multipart()
-            if len(frames) != 4:
+            try:
+                _, _, seq_frame, _ = frames
+                seq = decode_seq(seq_frame)
+            except (ValueError, EventDecodeError):
                 self.hooks.bad()
                 return False
-            seq = decode_seq(frames[2])
             if seq == END:
                 return True
             if self.expected is None or seq >= self.expected:

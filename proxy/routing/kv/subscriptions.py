@@ -77,7 +77,8 @@ class KvSubscriptions:
         assert self._zctx is not None
         pub, replay = event_endpoints(url, self.settings)
         sub = KvSubscriber(url, pub, replay, self.settings.topic, self.index, self._zctx,
-                           self.hooks, self.settings.replay_timeout_s)  # fmt: skip
+                           self.hooks, self.settings.replay_timeout_s,
+                           self.settings.max_message_bytes)  # fmt: skip
         thread = threading.Thread(target=self._run, args=(sub,), name=f"kv-events {url}",
                                   daemon=True)  # fmt: skip
         thread.start()

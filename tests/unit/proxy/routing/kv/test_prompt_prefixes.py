@@ -70,7 +70,7 @@ def test_a_conversation_without_a_system_prompt_is_remembered_whole():
 
 
 def test_one_off_questions_never_push_a_static_prefix_out():
-    tok = ChatTokenizer(str(TINY), cache_entries=2, turn_entries=2)
+    tok = ChatTokenizer(str(TINY), cache_entries=8, turn_entries=8)  # a tenant's share: 2
     for n in range(5):
         tok.chat({"messages": [SYSTEM, {"role": "user", "content": f"Question {n}?"}]})
     assert len(tok.prefixes.static) == 1 and len(tok.prefixes.turns) == 2
@@ -85,12 +85,21 @@ def test_a_template_kwarg_that_changes_the_generation_prompt_is_found_apart():
 
 
 def test_the_caches_are_bounded_in_bytes_as_well_as_entries():
-    lru = Lru(entries=10, max_bytes=1000)
+    lru = Lru(entries=40, max_bytes=4000)  # a partition: 10 entries, 1000 bytes
     for n in range(4):
-        lru.put((n,), StaticPrefix("x" * 100, [1] * 20))  # 360 bytes each
-    assert list(lru.items) == [(2,), (3,)] and lru.bytes == 720
-    lru.put(("huge",), StaticPrefix("x" * 600, []))  # alone over the bound: not kept
-    assert ("huge",) not in lru and lru.bytes == 720
+        lru.put("a", (n,), StaticPrefix("x" * 100, [1] * 20))  # 360 bytes each
+    assert list(lru.items) == [("a", (2,)), ("a", (3,))] and lru.bytes == 720
+    lru.put("a", ("huge",), StaticPrefix("x" * 600, []))  # alone over the bound: not kept
+    assert not lru.has("a", ("huge",)) and lru.bytes == 720
+
+
+def test_each_tenant_holds_a_share_of_a_cache_and_evicts_only_its_own():
+    lru = Lru(entries=8, max_bytes=1 << 20)  # a partition: 2 entries
+    lru.put("a", ("ctx",), StaticPrefix("x", [1]))
+    for n in range(50):  # tenant b's flood
+        lru.put("b", (n,), StaticPrefix("x", [1]))
+    assert lru.has("a", ("ctx",)) and not lru.has("b", ("ctx",))
+    assert lru.parts["b"][0] == 2 and len(lru) == 3
 
 
 def test_a_client_cannot_grow_the_generation_prompts_without_bound():
