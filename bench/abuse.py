@@ -20,6 +20,13 @@ Issue 33 added (bench/lib/abuse_fields.py): bodies that scale one field (25,000 
 100,000 token ids), a duplicated Authorization header (a bad key first), an oversized
 x-request-id and a 1 MB model name; and Thai, emoji, table and JSON-array documents.
 
+Issue 44 added (bench/lib/abuse_bodies.py): an object of 290,000 keys, `logit_bias`
+of 290,000 entries, 49,000 system blocks on /v1/messages, 49,000 items on /v1/responses,
+200 tools, a 4 MB chat, with `kv_cache` routing on (the tiny Llama's tokenizer) and a
+hostile KV-event publisher at one replica's endpoint: 20,000-block batches, runs of
+1,000 malformed messages, messages over MAXMSGSIZE. `kv_metrics` holds what ragtrim's
+/metrics says of them after the run.
+
 Targets: normal p99 (hostile) <= 1.5x normal p99 (clean); /healthz max <= 50 ms during
 the hostile phase; 0 normal requests lost; 0 requests at a backend under another
 tenant's salt; 0 duplicated keys admitted or oversized request ids echoed; ragtrim's RSS
@@ -57,6 +64,7 @@ from bench.lib.procs import _children
 from proxy.stages.tenant import tenant_salt
 
 STUB = ["-m", "tests.doubles.stub_vllm"]
+TOKENIZER = Path(".models/tiny-llama")  # built by make setup (models)
 SECRET = "abuse-bench-salt-secret-0123456789"
 # issue 33: p99 within 1.5x (was 2x) and /healthz never above 50 ms while abused; a
 # duplicated key admitted or an oversized request id echoed counts as a leak.
@@ -81,12 +89,25 @@ def rss_mb(pid: int) -> float:
     return total
 
 
-def start_ragtrim(backends: list[str], port: int):
+def kv_env(backends: list[str], kv_pub: str) -> dict[str, str]:
+    """kv_cache routing: the first backend's events come from the hostile publisher at
+    `kv_pub`, the others' from ports nobody binds."""
+    endpoints = {url: {"pub": f"tcp://127.0.0.1:{free_port()}"} for url in backends}
+    endpoints[backends[0]] = {"pub": kv_pub}
+    return {"RAGTRIM_ROUTING__KV_EVENTS__ENABLED": "true",
+            "RAGTRIM_ROUTING__SCORERS": json.dumps([{"name": "kv_cache", "weight": 1},
+                                                    {"name": "load", "weight": 0.3}]),
+            "RAGTRIM_ROUTING__KV_EVENTS__ENDPOINTS": json.dumps(endpoints),
+            "RAGTRIM_COMPRESSION__TOKENIZER": str(TOKENIZER.resolve())}  # fmt: skip
+
+
+def start_ragtrim(backends: list[str], port: int, kv_pub: str):
     args = [sys.executable, "-m", "proxy", "serve", "--port", str(port),
             "--backends", ",".join(backends), "--log-level", "error",
             "--compression-policy", "always", "--compression-min-context-tokens", "0",
             "--admission-max-in-flight", "16", "--health-interval-s", "1"]  # fmt: skip
-    env = {"RAGTRIM_TENANCY__API_KEYS": json.dumps(KEYS), "RAGTRIM_TENANCY__SALT_SECRET": SECRET}
+    env = {"RAGTRIM_TENANCY__API_KEYS": json.dumps(KEYS), "RAGTRIM_TENANCY__SALT_SECRET": SECRET,
+           **kv_env(backends, kv_pub)}  # fmt: skip
     proc = spawn(args, f"http://127.0.0.1:{port}/readyz", env)
     key = {"authorization": f"Bearer {KEY_OF['alpha']}"}
     deadline = time.monotonic() + 300
@@ -107,16 +128,17 @@ async def sample_rss(pid: int, done: asyncio.Event, samples: list[float]) -> Non
 
 
 async def phase(port: int, pid: int, rate: float, seconds: float, name: str,
-                abuse: bool) -> tuple[Tally, list[float]]:  # fmt: skip
-    """Normal traffic for `seconds` (and, when `abuse`, the hostile loops in a
-    process of their own), sampling ragtrim's RSS."""
+                abuse: str | None) -> tuple[Tally, list[float]]:  # fmt: skip
+    """Normal traffic for `seconds` (and, when `abuse` names the KV publisher's
+    endpoint, the hostile loops in a process of their own), sampling ragtrim's RSS."""
     base, tally, samples, done = f"http://127.0.0.1:{port}", Tally(), [], asyncio.Event()
     sampled = asyncio.Event()
     sampler = asyncio.create_task(sample_rss(pid, sampled, samples))
     if abuse:
         ctx = multiprocessing.get_context("spawn")
         queue = ctx.Queue()
-        proc = ctx.Process(target=hostile.process_main, args=(port, seconds, SECRET, queue))
+        proc = ctx.Process(target=hostile.process_main,
+                           args=(port, seconds, SECRET, abuse, queue))  # fmt: skip
         proc.start()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         probe = asyncio.create_task(probe_healthz(session, base, done, tally))
@@ -149,6 +171,17 @@ def backend_checks(stub_urls: list[str], sent: dict[str, int]) -> dict:
             "tricks_at_backend": len(tricks)}  # fmt: skip
 
 
+def kv_metrics(port: int) -> dict[str, float]:
+    """ragtrim's own kv counters and gauges after the run (bad messages, index size)."""
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("ragtrim_kv_") and "_bucket" not in line and " " in line:
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
 def _latency(values: list[float]) -> dict:
     return {"p50": round(percentile(values, 50), 1), "p99": round(percentile(values, 99), 1),
             "max": round(max(values, default=0), 1)}  # fmt: skip
@@ -177,7 +210,7 @@ def summarise(clean: tuple[Tally, list[float]], abused: tuple[Tally, list[float]
                    default=0), 1)},  # fmt: skip
         "hostile_outcomes": dict(sorted(ht.hostile.items())),
         "hostile_slowest_ms": dict(sorted(ht.slowest_hostile_ms.items())),
-        "backend": checks, "targets": TARGETS,
+        "kv_metrics": checks.pop("kv_metrics", {}), "backend": checks, "targets": TARGETS,
         "config": {"seconds_per_phase": args.seconds, "rate": args.rate, "replicas": 2,
                    "max_in_flight": 16, "hostile_model": HOSTILE_MODEL},  # fmt: skip
     }  # fmt: skip
@@ -196,12 +229,14 @@ def run(args) -> dict:
                             str(hostile_port), "--model", HOSTILE_MODEL],
                            f"http://127.0.0.1:{hostile_port}/v1/models"))  # fmt: skip
         stub_urls = [f"http://127.0.0.1:{p}" for p in stub_ports]
-        ragtrim = start_ragtrim([*stub_urls, f"http://127.0.0.1:{hostile_port}"], port)
+        kv_pub = f"tcp://127.0.0.1:{free_port()}"
+        ragtrim = start_ragtrim([*stub_urls, f"http://127.0.0.1:{hostile_port}"], port, kv_pub)
         procs.append(ragtrim)
-        asyncio.run(phase(port, ragtrim.pid, args.rate, min(3.0, args.seconds), "warm", False))
-        clean = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "clean", False))
-        abused = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "hostile", True))
+        asyncio.run(phase(port, ragtrim.pid, args.rate, min(3.0, args.seconds), "warm", None))
+        clean = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "clean", None))
+        abused = asyncio.run(phase(port, ragtrim.pid, args.rate, args.seconds, "hostile", kv_pub))
         checks = backend_checks(stub_urls, {**clean[0].sent_context, **abused[0].sent_context})
+        checks["kv_metrics"] = kv_metrics(port)
     finally:
         for proc in reversed(procs):
             stop(proc)

@@ -13,6 +13,7 @@ import time
 import aiohttp
 import orjson
 
+from bench.lib.abuse_bodies import body_loops, kv_publisher
 from bench.lib.abuse_fields import field_loops, header_loops
 from bench.lib.abuse_traffic import (
     CONTEXT_SHAPES,
@@ -203,8 +204,9 @@ async def hostile_upstream(session, base: str, stop: asyncio.Event, tally: Tally
         await asyncio.sleep(0.5)
 
 
-async def run_all(port: int, seconds: float, secret: str) -> Tally:
-    """Every hostile loop for `seconds`, then each stops after its current request."""
+async def run_all(port: int, seconds: float, secret: str, kv_pub: str) -> Tally:
+    """Every hostile loop for `seconds`, then each stops after its current request;
+    `kv_pub`: the hostile KV-event publisher's endpoint."""
     base, tally, stop = f"http://127.0.0.1:{port}", Tally(), asyncio.Event()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
         loops = [asyncio.create_task(c) for c in (
@@ -218,6 +220,8 @@ async def run_all(port: int, seconds: float, secret: str) -> Tally:
             hostile_upstream(session, base, stop, tally),
             field_loops(session, base, stop, tally),  # issue 33's shapes
             header_loops(port, stop, tally),
+            body_loops(session, base, stop, tally),  # issue 44's shapes
+            kv_publisher(kv_pub, stop, tally),
         )]  # fmt: skip
         await asyncio.sleep(seconds)
         stop.set()
@@ -227,7 +231,7 @@ async def run_all(port: int, seconds: float, secret: str) -> Tally:
     return tally
 
 
-def process_main(port: int, seconds: float, secret: str, queue) -> None:
+def process_main(port: int, seconds: float, secret: str, kv_pub: str, queue) -> None:
     """The hostile traffic in a process of its own: its client work must not slow
     the event loop that times the normal requests."""
-    queue.put(asyncio.run(run_all(port, seconds, secret)))
+    queue.put(asyncio.run(run_all(port, seconds, secret, kv_pub)))

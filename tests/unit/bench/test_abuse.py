@@ -85,3 +85,29 @@ def test_the_field_bombs_stay_under_the_body_cap_and_scale_their_field():
     bombs = {shape: raw for shape, _, raw in field_bombs()}
     assert all(len(raw) < 16 << 20 for raw in bombs.values())
     assert len(bombs["tools_25k"]) > 12_000_000 and len(bombs["schema_12mb"]) > 11_000_000
+
+
+def test_issue_44_bodies_stay_under_the_body_cap():
+    from bench.lib.abuse_bodies import body_bombs
+
+    bombs = {shape: (path, raw) for shape, path, raw in body_bombs()}
+    assert all(len(raw) < 16 << 20 for _, raw in bombs.values())
+    assert bombs["messages_system_49k"][0] == "/v1/messages"
+    assert bombs["responses_items_49k"][0] == "/v1/responses"
+    assert len(bombs["chat_4mb"][1]) > 4_000_000
+
+
+def test_the_hostile_kv_messages_are_malformed_and_the_big_batch_is_well_formed():
+    """What the publisher sends must be what it claims: the product's decoder refuses
+    every malformed message and reads the big batch (under MAXMSGSIZE) whole."""
+    from bench.lib.abuse_bodies import BIG_BATCH_BLOCKS, _big_batch, _malformed
+    from proxy.config.kv_events import KvEventsSettings
+    from proxy.routing.kv.events import EventDecodeError, decode_batch
+
+    for i in range(12):
+        with pytest.raises(EventDecodeError):
+            decode_batch(_malformed(i))
+    big = _big_batch(1)
+    assert len(big) < KvEventsSettings().max_message_bytes
+    batch = decode_batch(big)
+    assert sum(len(e.block_hashes) for e in batch.events) == BIG_BATCH_BLOCKS
