@@ -173,7 +173,8 @@ def backend_checks(stub_urls: list[str], sent: dict[str, int]) -> dict:
 
 def kv_metrics(port: int) -> dict[str, float]:
     """ragtrim's own kv counters and gauges after the run (bad messages, index size)."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    key = {"authorization": f"Bearer {KEY_OF['alpha']}"}
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=key, timeout=10).text
     out: dict[str, float] = {}
     for line in text.splitlines():
         if line.startswith("ragtrim_kv_") and "_bucket" not in line and " " in line:

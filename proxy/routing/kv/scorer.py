@@ -64,6 +64,7 @@ from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
 from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
+DEFAULT_BLOCK_SIZE = 16  # GPU vLLM's: a backend that stored nothing yet is taken to use it
 MAX_URLS = 4096  # URL weights kept for the tie term
 
 
@@ -115,7 +116,7 @@ class KvCacheScorer:
         if ids:
             extras = _extras(ctx)
             sizes = {st.block_size for st in list(self.index.backends.values()) if st.block_size}
-            for size in sizes:
+            for size in sizes or {DEFAULT_BLOCK_SIZE}:  # a backend that stored nothing yet
                 request_chain(ids, size, extras)
         return ids
 
@@ -131,7 +132,8 @@ class KvCacheScorer:
         out: dict[Endpoint, Share] = {}
         # No lock: reads are single dict lookups (proxy/routing/kv/index.py KvIndex).
         states = {ep: self.index.backend(ep.url) for ep in endpoints}
-        fleet_size = next((st.block_size for st in states.values() if st and st.block_size), 16)
+        fleet_size = next((st.block_size for st in states.values() if st and st.block_size),
+                          DEFAULT_BLOCK_SIZE)  # fmt: skip
         for ep, state in states.items():
             if state is None or not state.synced:
                 continue

@@ -47,17 +47,30 @@ def tokens() -> RequestTokens:
     return tokens
 
 
-@needs_tiny
-def test_another_tenants_system_prompt_costs_what_an_unseen_one_costs(tokens):
+def medians(tokens: RequestTokens, round_: int) -> tuple[float, float]:
+    """(beta's median for alpha's prompts, for unseen ones) over 8 interleaved trials."""
     seen, unseen = [], []
     for trial in range(8):
-        theirs, fresh = system_prompt(2 * trial), system_prompt(2 * trial + 1)
+        theirs, fresh = system_prompt(1000 * round_ + 2 * trial), system_prompt(
+            1000 * round_ + 2 * trial + 1)  # fmt: skip
         timed(tokens, "salt-alpha", theirs)  # alpha's prompt, cached for alpha
         pair = [(seen, theirs), (unseen, fresh)]
         for out, text in pair if trial % 2 else pair[::-1]:
             out.append(timed(tokens, "salt-beta", text))
-    ratio = statistics.median(unseen) / statistics.median(seen)
-    assert 1 / 1.2 <= ratio <= 1.2, (ratio, seen, unseen)
+    return statistics.median(seen), statistics.median(unseen)
+
+
+@needs_tiny
+def test_another_tenants_system_prompt_costs_what_an_unseen_one_costs(tokens):
+    """A leak is a 30x effect (0.2 vs 6.8 ms); a shared 2-core machine's noise reaches
+    1.2x now and then, so a round outside 1.2x is measured again, at most twice."""
+    ratios = []
+    for round_ in range(3):
+        seen, unseen = medians(tokens, round_)
+        ratios.append(unseen / seen)
+        if 1 / 1.2 <= ratios[-1] <= 1.2:
+            return
+    raise AssertionError(f"unseen/seen medians {ratios}: a hit shows in the timing")
 
 
 @needs_tiny
