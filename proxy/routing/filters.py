@@ -58,6 +58,8 @@ class ServesModel:
             _one_model_set(ctx, endpoints)
             return list(endpoints)
         serving = [ep for ep in endpoints if model in ep.models]
+        if not serving and ctx.route == "other":  # a pass-through body read for its quota
+            return list(endpoints)  # (issue 44): vLLM answers an unknown model in its words
         if not serving:
             raise NotFound(f"The model `{model}` does not exist.", param="model")
         return serving

@@ -34,3 +34,15 @@ def test_no_model_in_a_fleet_of_different_models_is_a_400_naming_them(route, bod
 def test_pass_through_routes_still_go_anywhere():
     assert urls("other", {}, [ep("http://a", ("m",)), ep("http://b", ("x",))]) == [
         "http://a", "http://b"]  # fmt: skip
+
+
+def test_a_pass_through_body_read_for_its_quota_routes_by_model_and_vllm_judges_the_rest():
+    """Issue 44 reads metered pass-through bodies (the batch route): a served model still
+    picks its backends, an unknown one goes on for vLLM to answer in its own words."""
+    eps = [ep("http://a", ("m",)), ep("http://b", ("x",))]
+    assert urls("other", {"model": "x"}, eps) == ["http://b"]
+    assert urls("other", {"model": "no-such-model"}, eps) == ["http://a", "http://b"]
+    from proxy.errors import NotFound
+
+    with pytest.raises(NotFound):
+        urls("chat", {**CHAT, "model": "no-such-model"}, eps)
