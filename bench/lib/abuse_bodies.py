@@ -26,7 +26,8 @@ import aiohttp
 import msgspec
 import orjson
 
-from bench.lib.abuse_traffic import Tally, auth
+from bench.lib.abuse_fields import bombs_in_turn
+from bench.lib.abuse_traffic import Tally
 from tests.doubles.kv_publisher import BlockStored, EventBatch
 
 BIG_BATCH_BLOCKS = 20_000  # a 320k-token prompt prefilled in one step
@@ -60,19 +61,7 @@ def body_bombs() -> tuple[tuple[str, str, bytes], ...]:
 async def body_loops(session: aiohttp.ClientSession, base: str, stop: asyncio.Event,
                      tally: Tally) -> None:  # fmt: skip
     """One body every 1.5 s, the shapes in turn, from tenant beta."""
-    bombs = await asyncio.to_thread(body_bombs)
-    for i in itertools.count():
-        if stop.is_set():
-            return
-        shape, path, raw = bombs[i % len(bombs)]
-        started = time.perf_counter()
-        try:
-            async with session.post(base + path, data=raw, headers=auth("beta")) as resp:
-                await resp.read()
-            tally.hostile_done(shape, str(resp.status), started)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            tally.hostile_done(shape, type(exc).__name__, started)
-        await asyncio.sleep(1.5)
+    await bombs_in_turn(session, base, stop, tally, body_bombs)
 
 
 def _big_batch(seq: int) -> bytes:

@@ -59,7 +59,13 @@ def field_bombs() -> tuple[tuple[str, str, bytes], ...]:
 async def field_loops(session: aiohttp.ClientSession, base: str, stop: asyncio.Event,
                       tally: Tally) -> None:  # fmt: skip
     """One bomb every 1.5 s, the shapes in turn, from tenant beta."""
-    bombs = await asyncio.to_thread(field_bombs)
+    await bombs_in_turn(session, base, stop, tally, field_bombs)
+
+
+async def bombs_in_turn(session: aiohttp.ClientSession, base: str, stop: asyncio.Event,
+                        tally: Tally, build) -> None:  # fmt: skip
+    """`build()`'s (shape, path, bytes) posted one every 1.5 s, in turn, as tenant beta."""
+    bombs = await asyncio.to_thread(build)
     for i in itertools.count():
         if stop.is_set():
             return
