@@ -21,7 +21,7 @@ from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
 from proxy.compression.ingest import Ingest
 from proxy.compression.parts import make_compression, make_store
-from proxy.compression.service import CompressionService
+from proxy.compression.service import CACHE_TELLING, CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
@@ -120,7 +120,7 @@ def make_stages(settings: Settings, tenant: TenantStage, compression: Compressio
     c = settings.compression
     segmenter = Segmenter(c.patterns, pattern_timeout=c.limits.pattern_timeout_ms / 1000)
     rate = c.rate if c.enabled else None
-    compress = CompressStage(compression, rate, show_timings=not settings.tenancy.api_keys)
+    compress = CompressStage(compression, rate)
     return [  # THE pipeline order (canonicalize after compress: see its module)
         tenant,
         OptionsStage(),
@@ -188,7 +188,10 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Oper
         UsageHook(
             metrics, settings.upstream.max_sse_event_bytes, settings.upstream.backend_forces_usage
         ),
-        HeadersHook(settings.tenancy.shows_backend()),
+        HeadersHook(
+            settings.tenancy.shows_backend(),
+            CACHE_TELLING if settings.tenancy.api_keys else frozenset(),
+        ),
         TimingHook(metrics),
         FeedbackHook(feedback),
         *ops.hooks(),  # the answer, for the telemetry record: after feedback, as it was

@@ -80,6 +80,13 @@ class RequestContext:
     def stream(self) -> bool:
         return self.prompt.stream
 
+    @property
+    def requests(self) -> int:
+        """The requests this body counts as, for quotas and accounting (a batch: its
+        conversations; the route table's `Route.requests_in`)."""
+        found = self.route_match
+        return found.route.requests_in(self.body) if found is not None else 1
+
     def upstream_body(self) -> bytes:
         """The bytes sent upstream: the client's own bytes unless a stage changed the body."""
         return self.prompt.encode(self.raw)

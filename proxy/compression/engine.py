@@ -53,6 +53,7 @@ class CompressionEngine:
                  count: TokenCounter | None = None,
                  features: FeatureCache | None = None):  # fmt: skip
         self.compressor = compressor
+        self._scoped = bool(getattr(compressor, "scoped_cache", False))  # its cache per tenant
         featured = features is not None and isinstance(compressor, FeatureCompressor)
         self.features = FeaturePath(compressor, features) if featured else None
         self.count = count
@@ -194,10 +195,9 @@ class CompressionEngine:
         return entries
 
     def _work(self, documents: list[str], question: str, rate, blobs: list | None, tenant: str):
-        """In the worker: the compression, from features when `blobs` is given; a cache of
-        the compressor's own (`scoped_cache`) per tenant, as memo and features (issue 44)."""
+        """In the worker: the compression (from features when `blobs` is given)."""
         if blobs is None or self.features is None:
-            scope = {"scope": tenant} if getattr(self.compressor, "scoped_cache", False) else {}
+            scope = {"scope": tenant} if self._scoped else {}
             budget = self._budget(documents, rate)
             return self.compressor.compress(documents, question=question, budget=budget, **scope)
         return self.features.compress(

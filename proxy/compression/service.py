@@ -47,6 +47,10 @@ from proxy.gate.token_estimate import TokenEstimate, visible_chars
 from proxy.metrics import Metrics
 from proxy.settings import CompressionLimitSettings
 
+# What shows a cache hit (the time taken, the memo's hits, the features already seen):
+# the headers hook keeps these from clients when tenancy is on (issue 44).
+CACHE_TELLING = frozenset({"x-ragtrim-compress-ms", "x-ragtrim-cache-hits",
+                           "x-ragtrim-features-seen"})  # fmt: skip
 log = logging.getLogger("ragtrim.compress")
 
 

@@ -102,15 +102,22 @@ class UsageHook:
 
 
 class HeadersHook:
-    def __init__(self, show_backend: bool):
+    """The one place the stages' x-ragtrim-* values leave for the client. `hidden`: the
+    names never sent (with tenancy on, those that show a cache hit by its time or
+    count: a tenant must not learn what another sent); the access log and spans still
+    read them from `ctx.response_headers`."""
+
+    def __init__(self, show_backend: bool, hidden: frozenset[str]):
         self.show_backend = show_backend  # tenancy.backend_header
+        self.hidden = hidden
 
     def headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
         out = [(b"x-request-id", ctx.request_id.encode("latin-1"))]
         if self.show_backend:
             out.append((b"x-ragtrim-backend", ex.url.encode("latin-1")))
         for name, value in ctx.response_headers.items():
-            out.append((name.encode("latin-1"), value.encode("latin-1")))
+            if name not in self.hidden:
+                out.append((name.encode("latin-1"), value.encode("latin-1")))
         return out
 
 

@@ -42,7 +42,7 @@ class QuotaStage:
 
     async def __call__(self, ctx: RequestContext) -> None:
         size = await self.size(ctx)
-        asked = asked_by(ctx)
+        asked = ctx.requests
         verdict = self.judged(ctx, await self.limiter.admit(ctx.tenant, size.tokens, True, asked))
         if verdict is not None:
             ctx.response_headers.update(verdict.headers())
@@ -72,11 +72,5 @@ class QuotaCheck:
         size = await self.quota.size(ctx)
         compressed = ctx.options.keep_rate(self.rate) is not None
         tokens = max(1, size.fixed if compressed else size.tokens)  # out: refused
-        verdict = await self.quota.limiter.admit(ctx.tenant, tokens, False, asked_by(ctx))
+        verdict = await self.quota.limiter.admit(ctx.tenant, tokens, False, ctx.requests)
         self.quota.judged(ctx, verdict)
-
-
-def asked_by(ctx: RequestContext) -> int:
-    """The requests this body counts as (proxy/http/route_table.py `Route.requests_in`)."""
-    found = ctx.route_match
-    return found.route.requests_in(ctx.body) if found is not None else 1

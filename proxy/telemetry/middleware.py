@@ -25,7 +25,6 @@ from contextlib import nullcontext
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.context import RequestContext
 from proxy.errors import ProxyError
 from proxy.http.head import head_headers
 from proxy.metrics import Metrics
@@ -101,17 +100,11 @@ class TelemetryMiddleware:
             return
         assert record.ctx is not None
         try:
-            counts = counts_of(record.ctx.response_headers, record.usage, _requests(record.ctx))
+            counts = counts_of(record.ctx.response_headers, record.usage, record.ctx.requests)
             await self.accounting.record(record.ctx.tenant, counts)
         except Exception as exc:  # noqa: BLE001 - accounting fails open, counted
             log.warning("accounting failed open: %s", type(exc).__name__)
             self.metrics.stage_failures.labels("accounting").inc()
-
-
-def _requests(ctx: RequestContext) -> int:
-    """The requests an answered body counts as (a batch: its conversations, issue 44)."""
-    found = ctx.route_match
-    return found.route.requests_in(ctx.body) if found is not None else 1
 
 
 def _described(record: RequestRecord) -> dict[str, object]:

@@ -3,11 +3,9 @@ its documents a cache already held (issue 44: `x-ragtrim-compress-ms` showed 14.
 another tenant's documents against 1,122.8 ms for unseen ones). Without tenancy they are
 sent, as before."""
 
-import asyncio
-
-import pytest
-
-from proxy.stages.compress import CACHE_TELLING, CompressStage
+from proxy.compression.service import CACHE_TELLING
+from proxy.context import RequestContext
+from proxy.response.hooks import HeadersHook
 from tests.support.compressor_doubles import HalfWords
 from tests.support.rag_requests import ALWAYS, post, rag_body
 
@@ -15,49 +13,21 @@ SECRET = "timing-headers-secret-16+"
 TENANCY = {"api_keys": {"key-a": "acme"}, "salt_secret": SECRET}
 
 
-class Service:
-    """decide_and_run as the real service leaves it: every x-ragtrim-* header set."""
-
-    def __init__(self, fail: bool = False):
-        self.fail = fail
-
-    async def decide_and_run(self, ctx, texts, question, rate):
-        ctx.response_headers.update({name: "1" for name in CACHE_TELLING})
-        ctx.response_headers["x-ragtrim-decision"] = "compress:gate"
-        if self.fail:
-            raise RuntimeError("refused after its headers were set")
-        return texts
+class Exchange:
+    url = "http://backend"
 
 
-class Seg:
-    texts, question = ["a document"], "a question?"
-
-    def must_apply(self, texts):
-        return False
-
-
-class Options:
-    def keep_rate(self, default):
-        return default
-
-
-class Ctx:
-    segmentation, options = Seg(), Options()
-
-    def __init__(self):
-        self.response_headers = {}
-
-
-@pytest.mark.parametrize("fail", [False, True])
-def test_the_stage_drops_what_tells_a_cache_hit_unless_timings_are_shown(fail):
-    hidden, shown = Ctx(), Ctx()
-    for ctx, show in ((hidden, False), (shown, True)):
-        try:
-            asyncio.run(CompressStage(Service(fail), 0.5, show_timings=show)(ctx))
-        except RuntimeError:
-            assert fail
-    assert hidden.response_headers == {"x-ragtrim-decision": "compress:gate"}
-    assert set(CACHE_TELLING) < set(shown.response_headers)
+def test_the_headers_hook_drops_what_tells_a_cache_hit_unless_timings_are_shown():
+    """The stages keep every value (the access log and spans read them); only what
+    leaves for the client is filtered."""
+    ctx = RequestContext("r", "chat", b"", {"model": "m", "messages": []}, {})
+    ctx.response_headers.update({name: "1" for name in CACHE_TELLING})
+    ctx.response_headers["x-ragtrim-decision"] = "compress:gate"
+    hidden = HeadersHook(False, CACHE_TELLING).headers(ctx, Exchange())
+    shown = HeadersHook(False, frozenset()).headers(ctx, Exchange())
+    assert [n for n, _ in hidden] == [b"x-request-id", b"x-ragtrim-decision"]
+    assert {n.encode() for n in CACHE_TELLING} < {n for n, _ in shown}
+    assert set(CACHE_TELLING) < set(ctx.response_headers)
 
 
 def test_with_tenancy_no_timing_or_hit_header_reaches_the_client(stub, make_proxy):
