@@ -152,14 +152,21 @@ def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: Endpo
     return Discovery(dns_targets, pool, resolver, settings.discovery, metrics, health.check)
 
 
-def make_quota_store(settings: Settings, store: KVStore, metrics: Metrics) -> KVStore:
-    """The limit script gets its own Redis connections and timeout (redis.quota_timeout_s):
-    a cache read may give up in 0.1 s, a limit check that gives up fails open."""
+def own_store(settings: Settings, store: KVStore, metrics: Metrics, timeout: float) -> KVStore:
+    """Its own Redis connections and timeout, for the limit script (redis.quota_timeout_s)
+    and the accounting ledger (redis.accounting_timeout_s): a cache read may give up in
+    0.1 s, a limit check that gives up fails open, a ledger write that gives up is lost."""
     if not settings.redis.url or not isinstance(store, RedisStore):
         return store
-    return RedisStore(settings.redis.url, timeout=settings.redis.quota_timeout_s,
+    return RedisStore(settings.redis.url, timeout=timeout,
                       on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
                       fallback=MemoryStore(max_items=1000, max_bytes=1 << 20))  # fmt: skip
+
+
+def make_accounting(settings: Settings, store: KVStore, metrics: Metrics) -> Accounting:
+    ledger = own_store(settings, store, metrics, settings.redis.accounting_timeout_s)
+    return Accounting(ledger, settings.accounting, settings.tenancy, metrics,
+                      owns_store=ledger is not store)  # fmt: skip
 
 
 def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
@@ -167,7 +174,7 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
     """Issue 22's parts; each is None when its settings turn it off."""
     known = labelled_tenants(settings.tenancy)  # metric labels: none unless asked
     q, a = settings.quotas, settings.accounting
-    own = make_quota_store(settings, store, metrics) if q.active else store
+    own = own_store(settings, store, metrics, settings.redis.quota_timeout_s) if q.active else store
     limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
                           owns_store=own is not store)  # fmt: skip
     return Operations(
@@ -175,7 +182,7 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
         tracing=build_tracing(settings.tracing, settings.telemetry),
         access_log=AccessLog(access_logger(), settings.log_prompts, settings.telemetry)
         if settings.access_log.enabled else None,
-        accounting=Accounting(store, a, settings.tenancy, metrics) if a.enabled else None,
+        accounting=make_accounting(settings, store, metrics) if a.enabled else None,
         quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
         if q.active else None, vouches=tenant.vouches,
     )  # fmt: skip

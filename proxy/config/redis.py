@@ -1,7 +1,8 @@
 """Redis, in one group: where it is and how long ragtrim waits for it (issue 32: it
 was configured in four places). Two users, two budgets: the cache's calls sit on every
 request's path and fall back to the in-process store (cache/outage.py); the quota
-script has its own connections and a longer budget (proxy/tenancy/rate_limits.py).
+script and the accounting ledger have their own connections and longer budgets
+(proxy/tenancy/rate_limits.py, proxy/tenancy/accounting.py).
 What quotas do while Redis is down is a quota policy: quotas.redis_down."""
 
 from __future__ import annotations
@@ -25,4 +26,11 @@ class RedisSettings(Section):
         gt=0,
         description="Seconds the quota script may take on Redis (its own connections, apart "
         "from the cache's); slower counts as Redis down (quotas.redis_down).",
+    )
+    accounting_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds an accounting write may take on Redis (its own connections). It "
+        "runs after the answer's last byte, so waiting costs no client time; a cache-sized "
+        "budget lost counts to the in-process store on any stall of a busy machine.",
     )

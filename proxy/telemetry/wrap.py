@@ -62,3 +62,5 @@ class Operations:
             self.tracing.shutdown()
         if self.quota is not None:
             await self.quota.limiter.aclose()
+        if self.accounting is not None:
+            await self.accounting.aclose()

@@ -187,7 +187,7 @@ class RateLimiter:
         return Verdict.of(counts, rpm, tpm, asked)
 
     async def aclose(self) -> None:
-        """Close the store when it is the limiter's own (components.make_quota_store)."""
+        """Close the store when it is the limiter's own (components.own_store)."""
         if self.owns_store:
             await self.store.aclose()
 

@@ -30,7 +30,12 @@ SYSTEM = (
 )
 # the memo is what these requests exercise: stable forms (issue 29) would answer repeats
 ALWAYS = {"policy": "always", "min_context_tokens": 0, "stable": {"enabled": False}}
-PER_PHASE = 200  # p99 of 200 is the third slowest: the one request that met the hang may go
+PER_PHASE = 200
+# Added p99: the better of the two halves of a phase (p99 of 100 is the second slowest:
+# the one request that met the hang may go). A ragtrim that waits on its store is slow
+# in both halves; a stall of the shared machine lands in one (CI, stop 46: 7.1 ms once,
+# where a local run reads ±2 ms).
+HALVES = (slice(0, PER_PHASE // 2), slice(PER_PHASE // 2, PER_PHASE))
 
 
 def rag_body(topic: str) -> dict:
@@ -93,7 +98,8 @@ def test_redis_hung_down_and_restarted(stub, make_proxy, redis_pair):
     direct = redis.Redis.from_url(redis_server.url)
 
     def record(name: str, result: dict) -> list[str]:
-        added[name] = p99(result["lat0"]) - p99(result["lat1"])
+        added[name] = min(p99(result["lat0"][half]) - p99(result["lat1"][half])
+                          for half in HALVES)  # fmt: skip
         return result["hits0"]
 
     with httpx.Client(timeout=10) as client:

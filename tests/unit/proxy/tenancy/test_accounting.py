@@ -65,3 +65,22 @@ def test_access_line_has_no_prompt_text_unless_log_prompts():
     assert line["request_id"] == "rid-1" and line["decision"] == "skip:short"
     assert line["tokens_before"] is None and line["backend"] == "http://b:1"
     assert "question" not in line
+
+
+async def test_the_ledger_has_its_own_redis_budget_off_the_request_path():
+    """A ledger write on the cache's 0.1 s budget lost counts on any stall of a busy
+    machine (CI, stop 46: 2 of 5 requests counted); it runs after the answer's last byte,
+    so it gets its own connections and redis.accounting_timeout_s."""
+    from cache.store import RedisStore
+    from proxy.components import make_accounting
+    from proxy.settings import Settings
+
+    settings = Settings(redis={"url": "redis://127.0.0.1:1", "accounting_timeout_s": 1.5})
+    cache = RedisStore(settings.redis.url, timeout=settings.redis.timeout_s)
+    accounting = make_accounting(settings, cache, Metrics())
+    assert isinstance(accounting.store, RedisStore) and accounting.store is not cache
+    assert accounting.store.timeout == 1.5 and accounting.owns_store
+    await accounting.aclose()
+    await cache.aclose()
+    local = MemoryStore()  # no Redis: the one store, not closed by the ledger
+    assert make_accounting(Settings(), local, Metrics()).store is local
