@@ -75,7 +75,7 @@ run: setup
 stop:
 	-@$(PY) -m deploy.local.vllm_server stop --pid-file $(RUN_DIR)/vllm.pid
 
-BENCHES := overhead overhead_paired compress_cost fidelity prefix_routing ttft ttft_sim routes_ttft followups fleet load soak abuse litellm
+BENCHES := overhead overhead_paired compress_cost path_cost fidelity prefix_routing ttft ttft_sim routes_ttft followups fleet load soak abuse litellm
 
 # bench.overhead measures nginx beside ragtrim: Debian's nginx-light, installed once.
 setup-bench:

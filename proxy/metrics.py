@@ -3,7 +3,7 @@ owned by one app instance — no process-global registry."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics import MetricWrapperBase
 
@@ -118,6 +118,10 @@ class Metrics:
         )  # fmt: skip
         self.compress_seconds = Histogram(
             "ragtrim_compress_seconds", "Compression time per request", buckets=LATENCY_BUCKETS,
+            registry=r,
+        )  # fmt: skip
+        self.stage_seconds = Summary(
+            "ragtrim_stage_seconds", "Time each pipeline stage took (bench.path_cost)", ["stage"],
             registry=r,
         )  # fmt: skip
         self._memo_instruments(r)
