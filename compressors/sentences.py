@@ -49,7 +49,7 @@ _FULL_STOP = re.compile(
     "[\u3002\uff01\uff1f\uff61\u0964\u0965\u061f\u06d4\u1362\u104b\u0f0d\u0589\u17d4\u17d5]+"
     "[\"'\u201d\u2019)\\]\u300d\u300f\uff09\u3011\u3009\u300b]*"
 )
-_THAI_BREAK = re.compile("(?<=[\u0e00-\u0e7f])[ \t]+(?=[\u0e00-\u0e7f])")
+_THAI_BREAK = re.compile("[\u0e00-\u0e7f]([ \t]+)(?=[\u0e00-\u0e7f])")  # no lookbehind: a scan
 _LINE_BREAK = re.compile(r"\n")
 _COLON_BEFORE = re.compile(r"[:\uff1a][ \t]*$")
 _WORD_BEFORE = re.compile(r"([\w.]+)$")
@@ -84,8 +84,9 @@ def _boundaries(text: str) -> set[int]:
         if plain_period and _is_abbreviation(text, m.start()):
             continue
         cuts.add(m.end())
-    cuts.update(m.end() for m in _FULL_STOP.finditer(text))
-    cuts.update(m.start() for m in _THAI_BREAK.finditer(text))
+    if not text.isascii():  # every full stop and Thai letter is non-ASCII (a flag: O(1))
+        cuts.update(m.end() for m in _FULL_STOP.finditer(text))
+        cuts.update(m.start(1) for m in _THAI_BREAK.finditer(text))
     for m in _LINE_BREAK.finditer(text):
         paragraph = "\n" in _WHITESPACE.match(text, m.end()).group()
         label = _COLON_BEFORE.search(text, max(0, m.start() - _ABBREVIATION_WINDOW), m.start())
@@ -124,6 +125,10 @@ def _cut_point(text: str, start: int, end: int, atomic: Sequence[Span], max_char
     fixed = max(1, max_chars // 5)
     if end - start <= fixed:
         return None
+    if end - start <= max_chars:  # short enough: whole unless it has no space to cut at
+        space = _WHITESPACE_RUN.search(text, start + 1, end)
+        if space is not None and not _inside(atomic, space.start()):
+            return None
     last = None
     for m in _WHITESPACE_RUN.finditer(text, start, min(end, start + max_chars)):
         if m.start() > start and not _inside(atomic, m.start()):
