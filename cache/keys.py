@@ -26,7 +26,7 @@ def tenant_tag(tenant: str) -> str:
     return content_key("tenant", tenant)[:16] if tenant else ""
 
 
-TAGGED = ("memo", "feat")  # key names that carry a tenant tag: memo_key, feature_key
+TAGGED = ("memo", "feat", "ana")  # tenant-tagged names: memo_key, feature_key, analysis_key
 
 
 def owner_of(key: str) -> str:

@@ -39,12 +39,14 @@ pays little, and the gate prices it (proxy/compression/stable.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from compressors.protect import Span
 from compressors.sentences import split_sentences
 
 SEPARATOR = "\n"  # between the last document's text and each group added after it
+Splitter = Callable[[str], list[Span]]
 _MARKER = re.compile(r"\n\[document (\d+)\] ")
 
 
@@ -63,16 +65,18 @@ class Growth:
     added_chars: int
 
 
-def missing_sentences(form: Sequence[str], fresh: Sequence[str]) -> list[list[str]]:
+def missing_sentences(form: Sequence[str], fresh: Sequence[str],
+                      split: Splitter = split_sentences) -> list[list[str]]:  # fmt: skip
     """Per document, the sentences of its `fresh` text the form lacks as sentences (in
-    its own form text or its group of added ones), in order, each once."""
+    its own form text or its group of added ones), in order, each once. `split`: how a
+    text is split (a memo of split_sentences: cache/analysis.py)."""
     if len(form) != len(fresh):
         raise ValueError(f"{len(fresh)} fresh texts for {len(form)} form texts")
-    present = _present(form)
+    present = _present(form, split)
     missing: list[list[str]] = []
     for held, new in zip(present, fresh, strict=True):
         lacking: list[str] = []
-        for start, end in split_sentences(new):
+        for start, end in split(new):
             sentence = new[start:end]
             if sentence not in held and sentence not in lacking:
                 lacking.append(sentence)
@@ -80,10 +84,10 @@ def missing_sentences(form: Sequence[str], fresh: Sequence[str]) -> list[list[st
     return missing
 
 
-def grow(form: Sequence[str], fresh: Sequence[str]) -> Growth:
+def grow(form: Sequence[str], fresh: Sequence[str], split: Splitter = split_sentences) -> Growth:
     """`form` with the sentences of `fresh` it lacks appended after its last document,
     grouped under their documents' markers."""
-    missing = missing_sentences(form, fresh)
+    missing = missing_sentences(form, fresh, split)
     added = sum(map(len, missing))
     if not added:
         return Growth(tuple(form), 0, 0)
@@ -99,7 +103,7 @@ def grow(form: Sequence[str], fresh: Sequence[str]) -> Growth:
     return Growth(tuple(texts), added, len(addition))
 
 
-def _present(form: Sequence[str]) -> list[set[str]]:
+def _present(form: Sequence[str], split: Splitter) -> list[set[str]]:
     """Each document's sentences in the form: its own text's, and its added group's
     (parsed back from the last non-empty text's markers)."""
     own = list(form)
@@ -112,11 +116,11 @@ def _present(form: Sequence[str]) -> list[set[str]]:
             index = int(number) - 1
             if 0 <= index < len(form):
                 groups[index].append(group)
-    return [_sentences(text, *extra) for text, extra in zip(own, groups, strict=True)]
+    return [_sentences(split, text, *extra) for text, extra in zip(own, groups, strict=True)]
 
 
-def _sentences(*texts: str) -> set[str]:
-    return {text[a:b] for text in texts for a, b in split_sentences(text)}
+def _sentences(split: Splitter, *texts: str) -> set[str]:
+    return {text[a:b] for text in texts for a, b in split(text)}
 
 
 def _last_nonempty(texts: Sequence[str]) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from cache.analysis import DocumentAnalyses
 from cache.features import FeatureCache
 from cache.forwarded import ForwardedRecord
 from cache.memo import ChunkMemo
@@ -66,7 +67,8 @@ def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool
 
 
 def make_stable(c: CompressionSettings, store: KVStore, gate: CostGate, metrics: Metrics,
-                engine: CompressionEngine) -> StableCompression | None:  # fmt: skip
+                engine: CompressionEngine,
+                analyses: DocumentAnalyses | None = None) -> StableCompression | None:  # fmt: skip
     """Cache-aware compression (compression.stable): the record of forwarded prompts,
     in-process and bounded in bytes, and the stable forms in the shared store."""
     s = c.stable
@@ -77,7 +79,7 @@ def make_stable(c: CompressionSettings, store: KVStore, gate: CostGate, metrics:
                         on_error=lambda op, exc: metrics.store_errors.labels(op).inc())  # fmt: skip
     gate.pool.on_removed.append(lambda ep: record.forget(ep.url))  # it left: nothing held
     view = CacheView(record, gate.pool, s.block_size)
-    return StableCompression(view, forms, gate, metrics, engine.fingerprint)
+    return StableCompression(view, forms, gate, metrics, engine.fingerprint, analyses)
 
 
 def make_store(
@@ -104,7 +106,8 @@ def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, met
     c = settings.compression
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor, pool)
-    stable = make_stable(c, store, gate, metrics, engine)
+    analyses = DocumentAnalyses(c.analysis_bytes) if c.analysis_bytes else None
+    stable = make_stable(c, store, gate, metrics, engine, analyses)
     recalibration = Recalibration(engine, gate, c.recalibrate_s)
     return CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,
-                              recalibration, stable)  # fmt: skip
+                              recalibration, stable, analyses)  # fmt: skip

@@ -35,7 +35,9 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from cache.analysis import DocumentAnalyses
 from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
+from compressors.verbatim import is_opaque
 from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.compression.limits import within_limits
 from proxy.compression.recalibration import Recalibration
@@ -65,6 +67,7 @@ class CompressionService:
     limits: CompressionLimitSettings
     recalibration: Recalibration | None = None  # None: the start-up calibration only
     stable: StableCompression | None = None  # None: compression.stable.enabled false
+    analyses: DocumentAnalyses | None = None  # None: compression.analysis_bytes 0
     estimate: TokenEstimate = field(default_factory=TokenEstimate, init=False)
 
     async def warm(self, torch_threads: int) -> None:
@@ -103,7 +106,7 @@ class CompressionService:
     async def _shrink(self, ctx, texts: list[str], question: str, rate: float) -> list[str]:
         """The new document texts: compressed, or `texts` where compressing must not."""
         fits = within_limits(texts, self.limits)
-        chosen = await self._judgeable(texts) if fits else []
+        chosen = await self._judgeable(texts, ctx.tenant) if fits else []
         if not chosen:
             ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
             self.metrics.compress_decisions.labels("skip").inc()
@@ -149,11 +152,18 @@ class CompressionService:
                         self.engine.in_flight() + 1, wait)  # fmt: skip
         return await self.stable.choose(ctx, texts, question, rate, prices)
 
-    async def _judgeable(self, texts: list[str]) -> list[int]:
-        """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop."""
+    async def _judgeable(self, texts: list[str], tenant: str) -> list[int]:
+        """compressors/verbatim.py's partition: ~20 ms per MB, so big contexts off the loop;
+        each document judged once while the analyses keep it (cache/analysis.py)."""
         if sum(map(len, texts)) > self.limits.offload_bytes:
-            return await asyncio.to_thread(partition_verbatim, texts)
-        return partition_verbatim(texts)
+            return await asyncio.to_thread(self._partition, texts, tenant)
+        return self._partition(texts, tenant)
+
+    def _partition(self, texts: list[str], tenant: str) -> list[int]:
+        memo = self.analyses
+        if memo is None:
+            return partition_verbatim(texts)
+        return [i for i, t in enumerate(texts) if not memo.get("opaque", tenant, t, is_opaque)]
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float,
                         choice: Choice):  # fmt: skip

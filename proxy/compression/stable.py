@@ -43,7 +43,10 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from cache.analysis import DocumentAnalyses
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
+from compressors.protect import Span
+from compressors.sentences import split_sentences
 from compressors.stable_growth import grow
 from proxy.compression.cache_view import CacheView
 from proxy.context import CachePlan
@@ -79,8 +82,10 @@ class Prices:
 
 class StableCompression:
     def __init__(self, view: CacheView, forms: StableForms, gate: CostGate, metrics: Metrics,
-                 fingerprint: Callable[[float], str]):  # fmt: skip
+                 fingerprint: Callable[[float], str],
+                 analyses: DocumentAnalyses | None = None):  # fmt: skip
         self.view = view
+        self.analyses = analyses  # each form text split into sentences once
         self.forms = forms
         self.gate = gate
         self.metrics = metrics
@@ -148,7 +153,7 @@ class StableCompression:
                 self.forms.remember(plan.key, StableForm(tuple(fresh), before, after), question)
             )
             return fresh, None
-        growth = grow(form.texts, fresh)
+        growth = grow(form.texts, fresh, self._splitter(ctx.tenant))
         if not growth.added:
             self.metrics.stable_choices.labels("reused").inc()
             self._spawn(self.forms.reuse(plan.key, form, question))
@@ -162,6 +167,12 @@ class StableCompression:
                             tokens_after=form.tokens_after + growth.added_chars // 4)  # fmt: skip
             self._spawn(self.forms.grow(plan.key, grown, question))
         return list(growth.texts), reason
+
+    def _splitter(self, tenant: str) -> Callable[[str], list[Span]]:
+        memo = self.analyses
+        if memo is None:
+            return split_sentences
+        return lambda text: memo.get("sentences", tenant, text, split_sentences)
 
     def count(self, choice: Choice) -> None:
         if choice.kind in ("original", "form"):

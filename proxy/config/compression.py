@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from cache.analysis import ANALYSIS_BYTES
 from cache.features import FEATURE_CACHE_BYTES
 from cache.forwarded import FORWARDED_BYTES, FORWARDED_TTL_S
 from cache.memo import MEMO_TTL_S
@@ -159,6 +160,12 @@ class CompressionSettings(Section):
         ge=0,
         description="In-process byte cap of the per-chunk feature cache (question-independent "
         "compressor features, also kept in the shared store for memo_ttl_s); 0 = off.",
+    )
+    analysis_bytes: int = Field(
+        ANALYSIS_BYTES,
+        ge=0,
+        description="In-process byte cap of the per-document analyses (scripts judged, "
+        "sentences split: cache/analysis.py), by tenant; 0 = computed on every request.",
     )
     prefill_metrics: bool = Field(
         True,

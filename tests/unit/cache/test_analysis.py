@@ -1,0 +1,66 @@
+"""Per-document analyses (cache/analysis.py): once per (kind, tenant, text), by tenant,
+under a byte cap, from several threads."""
+
+import threading
+
+from cache.analysis import DocumentAnalyses, analysis_key
+from cache.keys import owner_of
+from compressors.sentences import split_sentences
+
+
+class Counted:
+    def __init__(self, fn):
+        self.fn, self.calls = fn, 0
+
+    def __call__(self, text):
+        self.calls += 1
+        return self.fn(text)
+
+
+def test_each_text_is_analysed_once_and_the_result_is_the_same():
+    memo, split = DocumentAnalyses(), Counted(split_sentences)
+    text = "The river rises in spring. It floods the mills. Nobody minds."
+    first = memo.get("sentences", "acme", text, split)
+    assert first == split_sentences(text) and split.calls == 1
+    for _ in range(5):
+        assert memo.get("sentences", "acme", text, split) is first
+    assert split.calls == 1 and (memo.hits, memo.misses) == (5, 1)
+    memo.get("sentences", "acme", text + " More.", split)  # other bytes: analysed
+    memo.get("opaque", "acme", text, split)  # another kind of analysis: its own entry
+    assert split.calls == 3
+
+
+def test_a_tenant_never_gets_another_tenants_analysis():
+    """A hit is faster than a miss: a shared entry would tell beta that acme sent it."""
+    memo, split = DocumentAnalyses(), Counted(split_sentences)
+    memo.get("sentences", "acme", "Secret plan. Two sentences.", split)
+    memo.get("sentences", "beta", "Secret plan. Two sentences.", split)
+    assert split.calls == 2
+    a, b = (analysis_key("sentences", t, "x") for t in ("acme", "beta"))
+    assert a != b and owner_of(a) and owner_of(a) != owner_of(b)  # shared fairly by tenant
+
+
+def test_the_byte_cap_holds():
+    memo = DocumentAnalyses(max_bytes=20_000)
+    for i in range(500):
+        memo.get("sentences", "acme", f"Sentence {i}. Another one {i}.", split_sentences)
+    assert memo.order.total <= 20_000 and 0 < len(memo) < 500
+
+
+def test_threads_share_it_safely():
+    memo, errors = DocumentAnalyses(max_bytes=50_000), []
+
+    def work(k):
+        try:
+            for i in range(300):
+                text = f"Doc {i % 40}. Thread {k % 2}."
+                assert memo.get("sentences", "t", text, split_sentences) == split_sentences(text)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and memo.order.total <= 50_000
