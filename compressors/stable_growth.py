@@ -42,11 +42,25 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from compressors.protect import Span
 from compressors.sentences import split_sentences
 
 SEPARATOR = "\n"  # between the last document's text and each group added after it
-Splitter = Callable[[str], list[Span]]
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """A text's sentences (compressors/sentences.py), in order and as a set."""
+
+    ordered: tuple[str, ...]
+    present: frozenset[str]
+
+
+def sentences_of(text: str) -> Sentences:
+    ordered = tuple(text[a:b] for a, b in split_sentences(text))
+    return Sentences(ordered, frozenset(ordered))
+
+
+Reader = Callable[[str], Sentences]
 _MARKER = re.compile(r"\n\[document (\d+)\] ")
 
 
@@ -66,28 +80,25 @@ class Growth:
 
 
 def missing_sentences(form: Sequence[str], fresh: Sequence[str],
-                      split: Splitter = split_sentences) -> list[list[str]]:  # fmt: skip
+                      read: Reader = sentences_of) -> list[list[str]]:  # fmt: skip
     """Per document, the sentences of its `fresh` text the form lacks as sentences (in
-    its own form text or its group of added ones), in order, each once. `split`: how a
-    text is split (a memo of split_sentences: cache/analysis.py)."""
+    its own form text or its group of added ones), in order, each once. `read`: the
+    sentences of a form text (a memo of `sentences_of`: cache/analysis.py); the fresh
+    texts, new for each question, are read afresh."""
     if len(form) != len(fresh):
         raise ValueError(f"{len(fresh)} fresh texts for {len(form)} form texts")
-    present = _present(form, split)
+    present = _present(form, read)
     missing: list[list[str]] = []
     for held, new in zip(present, fresh, strict=True):
-        lacking: list[str] = []
-        for start, end in split(new):
-            sentence = new[start:end]
-            if sentence not in held and sentence not in lacking:
-                lacking.append(sentence)
+        lacking = [s for s in dict.fromkeys(sentences_of(new).ordered) if s not in held]
         missing.append(lacking)
     return missing
 
 
-def grow(form: Sequence[str], fresh: Sequence[str], split: Splitter = split_sentences) -> Growth:
+def grow(form: Sequence[str], fresh: Sequence[str], read: Reader = sentences_of) -> Growth:
     """`form` with the sentences of `fresh` it lacks appended after its last document,
     grouped under their documents' markers."""
-    missing = missing_sentences(form, fresh, split)
+    missing = missing_sentences(form, fresh, read)
     added = sum(map(len, missing))
     if not added:
         return Growth(tuple(form), 0, 0)
@@ -103,7 +114,7 @@ def grow(form: Sequence[str], fresh: Sequence[str], split: Splitter = split_sent
     return Growth(tuple(texts), added, len(addition))
 
 
-def _present(form: Sequence[str], split: Splitter) -> list[set[str]]:
+def _present(form: Sequence[str], read: Reader) -> list[frozenset[str]]:
     """Each document's sentences in the form: its own text's, and its added group's
     (parsed back from the last non-empty text's markers)."""
     own = list(form)
@@ -116,11 +127,8 @@ def _present(form: Sequence[str], split: Splitter) -> list[set[str]]:
             index = int(number) - 1
             if 0 <= index < len(form):
                 groups[index].append(group)
-    return [_sentences(split, text, *extra) for text, extra in zip(own, groups, strict=True)]
-
-
-def _sentences(split: Splitter, *texts: str) -> set[str]:
-    return {text[a:b] for text in texts for a, b in split(text)}
+    return [read(text).present.union(*(sentences_of(g).present for g in extra))
+            for text, extra in zip(own, groups, strict=True)]  # fmt: skip
 
 
 def _last_nonempty(texts: Sequence[str]) -> int | None:

@@ -45,9 +45,7 @@ from dataclasses import dataclass, replace
 
 from cache.analysis import DocumentAnalyses
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
-from compressors.protect import Span
-from compressors.sentences import split_sentences
-from compressors.stable_growth import grow
+from compressors.stable_growth import Reader, grow, sentences_of
 from proxy.compression.cache_view import CacheView
 from proxy.context import CachePlan
 from proxy.gate.decide import CostGate
@@ -153,7 +151,7 @@ class StableCompression:
                 self.forms.remember(plan.key, StableForm(tuple(fresh), before, after), question)
             )
             return fresh, None
-        growth = grow(form.texts, fresh, self._splitter(ctx.tenant))
+        growth = grow(form.texts, fresh, self._reader(ctx.tenant))
         if not growth.added:
             self.metrics.stable_choices.labels("reused").inc()
             self._spawn(self.forms.reuse(plan.key, form, question))
@@ -168,11 +166,12 @@ class StableCompression:
             self._spawn(self.forms.grow(plan.key, grown, question))
         return list(growth.texts), reason
 
-    def _splitter(self, tenant: str) -> Callable[[str], list[Span]]:
+    def _reader(self, tenant: str) -> Reader:
+        """A form text's sentences, read once per text (cache/analysis.py)."""
         memo = self.analyses
         if memo is None:
-            return split_sentences
-        return lambda text: memo.get("sentences", tenant, text, split_sentences)
+            return sentences_of
+        return lambda text: memo.get("sentences", tenant, text, sentences_of)
 
     def count(self, choice: Choice) -> None:
         if choice.kind in ("original", "form"):

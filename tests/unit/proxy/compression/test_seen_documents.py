@@ -45,7 +45,7 @@ def counting(monkeypatch, module, name: str) -> Counter:
 
 def test_follow_ups_analyse_no_seen_document_again(stub, static_model, monkeypatch):  # noqa: F811
     judged = counting(monkeypatch, service, "is_opaque")
-    split = counting(monkeypatch, stable, "split_sentences")
+    split = counting(monkeypatch, stable, "sentences_of")
     with ExitStack() as stack:
         url = proxy_for(stack, stub.url, static_model).url
         ask(url, FIRST, DOCS)
