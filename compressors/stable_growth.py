@@ -83,15 +83,17 @@ def missing_sentences(form: Sequence[str], fresh: Sequence[str],
                       read: Reader = sentences_of) -> list[list[str]]:  # fmt: skip
     """Per document, the sentences of its `fresh` text the form lacks as sentences (in
     its own form text or its group of added ones), in order, each once. `read`: the
-    sentences of a form text (a memo of `sentences_of`: cache/analysis.py); the fresh
-    texts, new for each question, are read afresh."""
+    sentences of a form text or added group (a memo of `sentences_of`: cache/analysis.py);
+    the fresh texts, new for each question, are read afresh."""
     if len(form) != len(fresh):
         raise ValueError(f"{len(fresh)} fresh texts for {len(form)} form texts")
     present = _present(form, read)
     missing: list[list[str]] = []
-    for held, new in zip(present, fresh, strict=True):
-        lacking = [s for s in dict.fromkeys(sentences_of(new).ordered) if s not in held]
-        missing.append(lacking)
+    for held, new, old in zip(present, fresh, form, strict=True):
+        if new == old:  # the question selected what the form holds: nothing to read
+            missing.append([])
+            continue
+        missing.append([s for s in dict.fromkeys(sentences_of(new).ordered) if s not in held])
     return missing
 
 
@@ -127,7 +129,7 @@ def _present(form: Sequence[str], read: Reader) -> list[frozenset[str]]:
             index = int(number) - 1
             if 0 <= index < len(form):
                 groups[index].append(group)
-    return [read(text).present.union(*(sentences_of(g).present for g in extra))
+    return [read(text).present.union(*(read(g).present for g in extra))
             for text, extra in zip(own, groups, strict=True)]  # fmt: skip
 
 
