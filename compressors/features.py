@@ -25,6 +25,7 @@ little-endian, so decoding is a few `np.frombuffer` views (no copy, no parsing).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -93,12 +94,12 @@ class FeatureCompressor(Protocol):
 
     feature_fingerprint(): every setting the features depend on (model, token counter,
                            protected spans, sentence length), not the scoring weights
-    document_features():   the document part, question-independent
+    documents_features():  the document part, question-independent, of a batch
     compress_features():   the request part: same output as compress() on the documents
     """
 
     def feature_fingerprint(self) -> str: ...
 
-    def document_features(self, document: str) -> ChunkFeatures: ...
+    def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]: ...
 
     def compress_features(self, documents, features, *, question, budget): ...

@@ -94,19 +94,30 @@ class HFTokenCounter:
 
     def count_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
         """Tokens of `text`, and of each sorted, disjoint span, from one encode."""
+        return self.count_spans_many([text], [spans])[0]
+
+    def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
+        """count_spans of each text, from one batch encode (the tokenizer's own threads,
+        without the GIL: issue 43)."""
         tokenizer = self._tokenizer or self._load()
         if not hasattr(tokenizer, "get_vocab_size"):
-            return self(text), [self(text[s:e]) for s, e in spans]
-        offsets = tokenizer.encode(text, add_special_tokens=False).offsets
-        if not spans or not offsets:
-            return len(offsets), [0] * len(spans)
-        bounds = np.asarray(offsets, dtype=np.int64)
-        starts = np.asarray([s for s, _ in spans], dtype=np.int64)
-        ends = np.asarray([e for _, e in spans], dtype=np.int64)
-        first = np.searchsorted(ends, bounds[:, 0], side="right")  # first span ending after
-        hit = first < len(spans)
-        hit[hit] &= starts[first[hit]] < bounds[hit, 1]
-        return len(offsets), np.bincount(first[hit], minlength=len(spans)).tolist()
+            pairs = zip(texts, spans, strict=True)
+            return [(self(t), [self(t[a:b]) for a, b in s]) for t, s in pairs]
+        encoded = tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [_per_span(e.offsets, s) for e, s in zip(encoded, spans, strict=True)]
+
+
+def _per_span(offsets, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
+    """(tokens, tokens starting inside each sorted, disjoint span) from token offsets."""
+    if not spans or not offsets:
+        return len(offsets), [0] * len(spans)
+    bounds = np.asarray(offsets, dtype=np.int64)
+    starts = np.asarray([s for s, _ in spans], dtype=np.int64)
+    ends = np.asarray([e for _, e in spans], dtype=np.int64)
+    first = np.searchsorted(ends, bounds[:, 0], side="right")  # first span ending after
+    hit = first < len(spans)
+    hit[hit] &= starts[first[hit]] < bounds[hit, 1]
+    return len(offsets), np.bincount(first[hit], minlength=len(spans)).tolist()
 
 
 def counter_name(count_tokens: TokenCounter) -> str:
@@ -133,3 +144,14 @@ def count_spans(
     if method is not None:
         return method(text, spans)
     return count_tokens(text), [count_tokens(text[s:e]) for s, e in spans]
+
+
+def count_spans_many(
+    count_tokens: TokenCounter, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+) -> list[tuple[int, list[int]]]:
+    """count_spans of each text: one batch where the counter offers it."""
+    check()
+    method = getattr(count_tokens, "count_spans_many", None)
+    if method is not None:
+        return method(texts, spans)
+    return [count_spans(count_tokens, t, s) for t, s in zip(texts, spans, strict=True)]

@@ -52,7 +52,7 @@ from compressors.fast_extractive.stopwords import content_mask
 from compressors.features import FORMAT, ChunkFeatures
 from compressors.protect import Protector
 from compressors.sentences import MAX_SENTENCE_CHARS, render_kept, split_sentences
-from compressors.tokens import ApproxTokenCounter, count_spans, counter_name
+from compressors.tokens import ApproxTokenCounter, count_spans_many, counter_name
 from compressors.verbatim import keep_unjudged
 
 # signal -> weight; tuned on SQuAD *dev* (never on the train cases bench.fidelity scores)
@@ -137,12 +137,22 @@ class FastExtractiveCompressor:
     # -- the document part (question-independent) --------------------------------------
 
     def document_features(self, document: str) -> ChunkFeatures:
-        """Sentences, their token counts, their WordPiece ids and static-embedding sums."""
+        return self.documents_features([document])[0]
+
+    def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]:
+        """Sentences, their token counts, their WordPiece ids and static-embedding sums,
+        each tokenizer's batch API called once for all documents (issue 43)."""
         if self._content is None:
             self.load()
-        spans = split_sentences(document, self.protector.spans(document), self.max_sentence_chars)
-        tokens, counts = count_spans(self.count_tokens, document, spans)
-        ids, owner = self._owned_ids(document, spans)
+        spans = [split_sentences(d, self.protector.spans(d), self.max_sentence_chars)
+                 for d in documents]  # fmt: skip
+        counted = count_spans_many(self.count_tokens, documents, spans)
+        wordpieces = self.embedder.tokens_many(documents)
+        return [self._features(*parts) for parts in zip(spans, counted, wordpieces, strict=True)]
+
+    def _features(self, spans, counted: tuple[int, list[int]], wordpieces: Tokens) -> ChunkFeatures:
+        tokens, counts = counted
+        ids, owner = _owned_ids(wordpieces, spans)
         sums = self.embedder.span_sums(Tokens(ids, ids), owner, len(spans))
         self.features_computed += 1
         return ChunkFeatures(
@@ -153,17 +163,6 @@ class FastExtractiveCompressor:
             ids=ids.astype(np.int32),
             sums=sums,
         )
-
-    def _owned_ids(self, doc: str, spans: Sequence[tuple[int, int]]):
-        """The WordPiece ids of `doc` that start inside a sentence, and that sentence."""
-        tokens = self.embedder.tokens(doc)
-        if not spans:
-            return tokens.ids[:0], tokens.ids[:0]
-        starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
-        ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
-        owner = np.searchsorted(starts, tokens.starts, side="right") - 1
-        inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
-        return tokens.ids[inside], owner[inside]
 
     # -- the request part ---------------------------------------------------------------
 
@@ -227,7 +226,7 @@ class FastExtractiveCompressor:
         if budget.target_tokens is None and budget.rate >= 1.0:
             results = (DocumentResult(d, n, n) for d in docs for n in [self.count_tokens(d)])
             return CompressionResult(self.name, tuple(results))
-        feats = [self.document_features(d) for d in docs]
+        feats = self.documents_features(docs)
         return self.compress_features(docs, feats, question=question, budget=budget)
 
     def compress_features(
@@ -276,3 +275,14 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     """`values` divided by their maximum (all zero stays zero)."""
     top = float(values.max()) if len(values) else 0.0
     return values / top if top > 0 else values
+
+
+def _owned_ids(tokens: Tokens, spans: Sequence[tuple[int, int]]):
+    """The WordPiece ids of a document that start inside a sentence, and that sentence."""
+    if not spans:
+        return tokens.ids[:0], tokens.ids[:0]
+    starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
+    ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
+    owner = np.searchsorted(starts, tokens.starts, side="right") - 1
+    inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
+    return tokens.ids[inside], owner[inside]

@@ -61,9 +61,15 @@ class StaticEmbedder:
         return self._tokenizer or self.load()._tokenizer
 
     def tokens(self, text: str) -> Tokens:
-        enc = self.tokenizer.encode(text, add_special_tokens=False)
-        starts = [start for start, _ in enc.offsets]
-        return Tokens(np.asarray(enc.ids, dtype=np.int64), np.asarray(starts, dtype=np.int64))
+        return self.tokens_many([text])[0]
+
+    def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:
+        """Each text's tokens, from one batch encode (without the GIL: issue 43)."""
+        out = []
+        for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            starts = np.fromiter((start for start, _ in enc.offsets), np.int64, len(enc.offsets))
+            out.append(Tokens(np.asarray(enc.ids, dtype=np.int64), starts))
+        return out
 
     def token_ids(self, words: Sequence[str]) -> list[int | None]:
         """The id of each string when it is one token of the vocabulary, else None."""

@@ -50,19 +50,18 @@ class FeaturePath:
 
     def compute(self, documents: Sequence[str]) -> list[bytes]:
         """In a worker: the document part of each, encoded (ingest-time precompute)."""
-        return [encode_features(self.compressor.document_features(d)) for d in documents]
+        return [encode_features(f) for f in self.compressor.documents_features(documents)]
 
     def features(self, documents: Sequence[str], blobs: list[bytes | None]) -> list[ChunkFeatures]:
         """In a worker: each document's features, decoded or computed (and then written
         into `blobs`, for `keep`)."""
-        out = []
-        for i, (doc, blob) in enumerate(zip(documents, blobs, strict=True)):
-            f = decode_features(blob) if blob is not None else None
-            if f is None:  # unseen (or an entry of another format): the document part
-                f = self.compressor.document_features(doc)
-                blobs[i] = encode_features(f)
-            out.append(f)
-        return out
+        out = [decode_features(blob) if blob is not None else None for blob in blobs]
+        unseen = [i for i, f in enumerate(out) if f is None]  # or an entry of another format
+        if unseen:  # the document part, all of them in one batch
+            computed = self.compressor.documents_features([documents[i] for i in unseen])
+            for i, f in zip(unseen, computed, strict=True):
+                out[i], blobs[i] = f, encode_features(f)
+        return out  # type: ignore[return-value]
 
     def compress(self, documents: Sequence[str], question: str, blobs: list[bytes | None],
                  budget_for: Callable[[list[int]], object]):  # fmt: skip
