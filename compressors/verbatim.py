@@ -80,9 +80,13 @@ def _covered(text: str, spans: Sequence[Span]) -> int:
     return sum(_solid(text, a, b) for a, b in spans)
 
 
-def _unjudged_spans(text: str) -> list[Span]:
-    """What no sentence scorer can judge, as a unit: opaque runs and unread text."""
-    return merge_spans([*(m.span() for m in _RUN.finditer(text)), *unread_spans(text)])
+def _unjudged_spans(text: str, longest: int | None = None) -> list[Span]:
+    """What no sentence scorer can judge, as a unit: opaque runs and unread text.
+    `longest`: the longest whitespace-free word, when the caller split the text."""
+    if longest is None:
+        longest = max(map(len, text.split()), default=0)
+    runs = [m.span() for m in _RUN.finditer(text)] if longest >= OPAQUE_RUN else []
+    return merge_spans([*runs, *unread_spans(text)])
 
 
 def _structured_spans(text: str) -> list[Span]:
@@ -136,11 +140,14 @@ def _json_end(text: str, start: int, left: int) -> tuple[int | None, int]:
 
 
 def is_opaque(text: str) -> bool:
-    """Whether the scorer has nothing to judge `text` by (module docstring)."""
-    solid = _solid(text)
+    """Whether the scorer has nothing to judge `text` by (module docstring). A run is
+    part of one whitespace-free word, so prose whose longest word is short has none:
+    the run scan (C, but tried at every character) is skipped (issue 43)."""
+    lengths = list(map(len, text.split()))
+    solid = sum(lengths)
     if solid == 0:
         return False
-    spans = merge_spans([*_unjudged_spans(text), *_structured_spans(text)])
+    spans = merge_spans([*_unjudged_spans(text, max(lengths)), *_structured_spans(text)])
     return _covered(text, spans) >= OPAQUE_SHARE * solid
 
 
