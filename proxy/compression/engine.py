@@ -42,6 +42,7 @@ from compressors import (
     within,
 )
 from proxy.compression.features import FeaturePath
+from proxy.compression.fingerprints import Fingerprints
 from proxy.compression.outcome import CompressionBusy, Outcome, WorkerCrashed
 from proxy.gate.job_cost import MAX_MS_PER_TOKEN
 
@@ -57,6 +58,7 @@ class CompressionEngine:
         featured = features is not None and isinstance(compressor, FeatureCompressor)
         self.features = FeaturePath(compressor, features) if featured else None
         self.count = count
+        self.fingerprint = Fingerprints(compressor, count, lambda: self.state == "ready")
         self.memo = memo
         self.timeout = timeout
         self.workers = workers
@@ -106,9 +108,6 @@ class CompressionEngine:
     def idle(self) -> bool:
         """No compression queued or running."""
         return self._running == 0
-
-    def fingerprint(self, rate: float) -> str:
-        return f"{self.compressor.fingerprint()}|rate={rate if rate == AUTO else f'{rate:.3f}'}"
 
     def _scope(self, documents: Sequence[str], question: str) -> str | None:
         """What besides the document a memo entry depends on. Question-agnostic: nothing
