@@ -22,7 +22,10 @@ cell is two requests through ragtrim: with and without compression);
 request alone. Keys (issue 43's targets):
 `followup_seen_added_ms_p50_2k` (≤ 1.0), `followup_seen_added_ms_p50_16k` (≤ 2.0),
 `plain_added_over_floor_ms_p50` (≤ 0.3), `cold_ms_per_1k` (≤ 3.0),
-`new_question_seen_ms_per_1k` (≤ 0.5: a follow-up's work over the floor per 1k tokens).
+`new_question_seen_ms_per_1k` (≤ 0.5: a follow-up's work over the floor per 1k tokens);
+and `gate_law_vs_measured_cold_4k`: the cold job-cost law the always-compressing ragtrim
+exports in /metrics (proxy/gate/exported.py), its price of the 4k cell's job over the
+compress stage measured (issue 43: within 1.5x).
 
     .venv/bin/python -m bench.path_cost [--followups 60] [--cold 12]
 """
@@ -46,10 +49,19 @@ from compressors import HFTokenCounter
 PATH = "/v1/chat/completions"
 OFF = {"x-ragtrim-compress": "off"}
 _STAGE = re.compile(r'^ragtrim_stage_seconds_sum\{stage="(\w+)"\} (\S+)$', re.M)
+_LAW = re.compile(r'^ragtrim_gate_job_(ms_per_1k|fixed_ms)\{law="(\w+)"\} (\S+)$', re.M)
 
 
 def stage_sums(client: httpx.Client, url: str) -> dict[str, float]:
     return {k: float(v) for k, v in _STAGE.findall(client.get(f"{url}/metrics").text)}
+
+
+def gate_laws(client: httpx.Client, url: str) -> dict[str, dict[str, float]]:
+    """The gate's job-cost laws as /metrics exports them (proxy/gate/exported.py)."""
+    out: dict[str, dict[str, float]] = {}
+    for part, law, value in _LAW.findall(client.get(f"{url}/metrics").text):
+        out.setdefault(law, {})[part] = float(value)
+    return out
 
 
 def timed(client: httpx.Client, url: str, body: dict, headers: dict | None = None):
@@ -172,15 +184,26 @@ def measure(args) -> dict:
             for size, tag in ((1000, "1k"), (4000, "4k"), (16000, "16k")):
                 fresh = sets[size][args.sets : args.sets + args.cold]
                 cells[f"cold_{tag}"] = cold((client, urls, pid["always"]), fresh)
+            cells["gate_laws"] = gate_laws(client, urls["always"])
     finally:
         for proc in procs:
             stop(proc)
     return cells
 
 
+def law_vs_measured(cells: dict) -> float | None:
+    """The cold law's price of the 4k cell's job over its measured compress stage."""
+    law, cell = cells["gate_laws"].get("cold"), cells["cold_4k"]
+    if not law:
+        return None
+    priced = law["fixed_ms"] + law["ms_per_1k"] * cell["prompt_tokens_mean"] / 1000
+    return round(priced / cell["stage_ms_per_request"]["compress"], 3)
+
+
 def headline(cells: dict) -> dict:
     seen16 = cells["followup_seen_16k"]
     return {
+        "gate_law_vs_measured_cold_4k": law_vs_measured(cells),
         "followup_seen_added_ms_p50_2k": cells["followup_seen_2k"]["added_ms_p50"],
         "followup_seen_added_ms_p50_16k": seen16["added_ms_p50"],
         "plain_added_over_floor_ms_p50": cells["plain"]["over_floor_ms_p50"],

@@ -40,3 +40,13 @@ DOCUMENTS: tuple[str, ...] = (
     "long shifts could still use it. Today the old building houses the city archive, "
     "and the library itself occupies a glass-fronted hall beside the railway station.",
 )
+
+
+def workload(copies: int = 1) -> list[str]:
+    """The documents, `copies` times over (each copy marked, so no two are the same
+    text): a second size, so the cost law gets a slope and a fixed part from the
+    proxy's own runs (proxy/gate/job_cost.py; one size prices a 2k-token job at the
+    450-token job's ms per token, ×1.8 too dear here: issue 43)."""
+    if copies <= 1:
+        return list(DOCUMENTS)
+    return [f"{doc} (Copy {k + 1}.)" for k in range(copies) for doc in DOCUMENTS]

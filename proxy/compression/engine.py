@@ -83,10 +83,10 @@ class CompressionEngine:
         self.calibration = await self.calibrate()
         self.state = "ready"
 
-    async def calibrate(self) -> Outcome | None:
-        """One measured compression of the calibration workload (~450 tokens), loaded
-        already (compressors/calibration.py says why); None when it fails."""
-        docs, timing = list(calibration.DOCUMENTS), {}
+    async def calibrate(self, copies: int = 1) -> Outcome | None:
+        """One measured compression of the calibration workload (~450 tokens a copy),
+        loaded already (compressors/calibration.py says why); None when it fails."""
+        docs, timing = calibration.workload(copies), {}
         start = time.perf_counter()
         try:
             entries = await self._run(docs, calibration.QUESTION, 0.5, timing)

@@ -50,6 +50,10 @@ class PerTenant(Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def peek(self, tenant: str) -> T | None:
+        """`tenant`'s item when there is one; none made, none moved (a scrape reads)."""
+        return self._items.get(tenant)
+
 
 def fresh(samples: Iterable[S], now: float, max_age: float = MAX_AGE_S) -> list[S]:
     """The samples (tuples whose last item is when they were taken) still young enough."""

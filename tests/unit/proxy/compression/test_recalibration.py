@@ -16,7 +16,7 @@ class Engine:
     def __init__(self, ms: float):
         self.ms, self.idle, self.calls = ms, True, 0
 
-    async def calibrate(self):
+    async def calibrate(self, copies: int = 1):
         self.calls += 1
         return Outcome(self.ms)
 
