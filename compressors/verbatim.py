@@ -143,11 +143,13 @@ def is_opaque(text: str) -> bool:
     """Whether the scorer has nothing to judge `text` by (module docstring). A run is
     part of one whitespace-free word, so prose whose longest word is short has none:
     the run scan (C, but tried at every character) is skipped (issue 43)."""
-    lengths = list(map(len, text.split()))
-    solid = sum(lengths)
+    words = text.split()
+    solid = sum(map(len, words))
     if solid == 0:
         return False
-    spans = merge_spans([*_unjudged_spans(text, max(lengths)), *_structured_spans(text)])
+    longest = max(map(len, words))
+    del words  # a hostile text's 100k words need not outlive the count
+    spans = merge_spans([*_unjudged_spans(text, longest), *_structured_spans(text)])
     return _covered(text, spans) >= OPAQUE_SHARE * solid
 
 
