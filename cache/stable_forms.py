@@ -54,6 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -68,6 +69,7 @@ OnError = Callable[[str, BaseException], None]
 STABLE_FORM_TTL_S = 24 * 3600.0
 MAX_QUESTIONS = 16
 MAX_GENERATIONS = 8  # growths per form: each stores its texts again
+PARSED_CHARS = 8 << 20  # generation payloads kept parsed in process, by their size
 
 
 def question_digest(question: str) -> str:
@@ -116,6 +118,11 @@ class StableForms:
         self.ttl = ttl
         self.max_questions = max_questions
         self.on_error = on_error or (lambda op, exc: log.warning("stable form %s: %r", op, exc))
+        # each generation's payload parsed once: a lookup read every generation's JSON
+        # (each holds its texts) on every follow-up (issue 43); a hit needs the very
+        # string read from this tenant's own key, so it tells no tenant another's form
+        self._parsed: OrderedDict[str, dict] = OrderedDict()
+        self._parsed_chars = 0
 
     async def lookup(self, key: FormKey) -> StableForm | None:
         """The form remembered for `key`, or None (never stored, expired, unreadable)."""
@@ -163,12 +170,25 @@ class StableForms:
         except Exception as exc:  # noqa: BLE001 - an outage: the caller's form, unstored
             self.on_error(op, exc)
 
+    def _payload(self, raw: str) -> dict:
+        parsed = self._parsed.get(raw)
+        if parsed is not None:
+            self._parsed.move_to_end(raw)
+            return parsed
+        parsed = json.loads(raw)
+        if len(raw) <= PARSED_CHARS // 4:
+            self._parsed[raw] = parsed
+            self._parsed_chars += len(raw)
+            while self._parsed_chars > PARSED_CHARS:
+                self._parsed_chars -= len(self._parsed.popitem(last=False)[0])
+        return parsed
+
     def _decode(self, table: dict[str, str], documents: int) -> StableForm | None:
         if "form" not in table:
             return None
         try:
             generation = _deepest(table)
-            payloads = [json.loads(table[_field(n)]) for n in range(generation + 1)]
+            payloads = [self._payload(table[_field(n)]) for n in range(generation + 1)]
             texts = payloads[-1]["texts"]
             if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
                 raise TypeError("texts are not a list of strings")

@@ -209,3 +209,26 @@ async def test_a_reuse_recorded_for_a_deeper_generation_than_stored_is_ignored()
     await forms.remember(key, StableForm(("one",), 10, 4), "q1")
     await memory.hsetnx(key.name, "a:" + question_digest("q9"), "3")  # a generation not kept
     assert not (await forms.lookup(key)).has_asked("q9")
+
+
+def test_generation_payloads_are_parsed_once_and_bounded(monkeypatch):
+    """A lookup read every generation's JSON on every follow-up (issue 43): each is parsed
+    once while kept, and what is kept stays under PARSED_CHARS."""
+    import json as real_json
+
+    import cache.stable_forms as sf
+
+    forms = sf.StableForms(MemoryStore(), ttl=60, max_questions=8)
+    parsed, loads = [], real_json.loads
+    monkeypatch.setattr(sf.json, "loads", lambda raw: parsed.append(raw) or loads(raw))
+    key = sf.FormKey("acme", "", ("Doc one. Two.",), "fp")
+    asyncio.run(forms.remember(key, sf.StableForm(("Doc one.",), 4, 2), "q?"))
+    grown = sf.StableForm(("Doc one. Two.",), 4, 3, generation=1)
+    asyncio.run(forms.grow(key, grown, "q2?"))
+    for _ in range(5):
+        assert asyncio.run(forms.lookup(key)).texts == ("Doc one. Two.",)
+    assert len(parsed) == 2  # two generations, each parsed once
+    monkeypatch.setattr(sf, "PARSED_CHARS", 4000)
+    for i in range(100):
+        forms._payload(real_json.dumps({"texts": [f"{i} " * 100]}))
+    assert forms._parsed_chars <= 4000
