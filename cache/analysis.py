@@ -28,9 +28,10 @@ from cache.lru import OVERHEAD, ByteLRU
 
 T = TypeVar("T")
 ANALYSIS_BYTES = 32 << 20  # compression.analysis_bytes' default
+MAX_TAGS = 4096  # tenants' tags kept (they are configured keys: a handful)
 
 
-def analysis_key(kind: str, tenant: str, text: str) -> str:
+def analysis_key(kind: str, tenant: str, text: str, tag: str | None = None) -> str:
     """One blake2b pass over the text (a follow-up hashes every document it carries: ~3
     µs per 1k tokens), the tenant and kind length-prefixed before it."""
     digest = hashlib.blake2b(digest_size=16)
@@ -38,7 +39,7 @@ def analysis_key(kind: str, tenant: str, text: str) -> str:
         data = part.encode()
         digest.update(len(data).to_bytes(4, "big") + data)
     digest.update(text.encode())
-    tag = tenant_tag(tenant)
+    tag = tenant_tag(tenant) if tag is None else tag
     return f"ana:{tag + ':' if tag else ''}{kind}:{digest.hexdigest()}"
 
 
@@ -55,6 +56,7 @@ class DocumentAnalyses:
         self.order = ByteLRU(max_bytes)
         self._values: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._tags: dict[str, str] = {}  # tenant -> its tag (a hash: once per tenant)
         self.hits = 0
         self.misses = 0
 
@@ -63,7 +65,12 @@ class DocumentAnalyses:
 
     def get(self, kind: str, tenant: str, text: str, compute: Callable[[str], T]) -> T:
         """`compute(text)`, computed once per (kind, tenant, text) while kept."""
-        key = analysis_key(kind, tenant, text)
+        tag = self._tags.get(tenant)
+        if tag is None:
+            if len(self._tags) >= MAX_TAGS:
+                self._tags.clear()
+            tag = self._tags[tenant] = tenant_tag(tenant)
+        key = analysis_key(kind, tenant, text, tag)
         with self._lock:
             if key in self._values:
                 self.hits += 1
