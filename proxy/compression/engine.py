@@ -4,19 +4,13 @@ Used by the compress stage, by POST /v1/compress (warming at ingest) and by the
 LangChain integration. Documents found in the memo cost a lookup; the others go to
 a worker thread (torch releases the GIL) under a timeout that includes the wait.
 
-Under load, jobs queue for the `workers` threads (FIFO). Whether waiting pays is the
-cost gate's call: the engine tells it the expected wait (`expected_wait_ms`, from the
-characters queued ahead and the measured worker ms per character), and the gate adds
-it to the compression's cost. A job still queued when its request times out is
-cancelled; a job running in a worker stops at its next checkpoint
-(compressors/deadline.py), so it frees its worker too. While the compressor loads,
-requests are refused at once (`CompressionBusy`): the load holds the worker for seconds.
-
-Not done: scoring several queued requests' sentences in one batch. Per request, the
-compressors already score all of a request's sentences in one call (extractive: one
-`encode` of every sentence); a cross-request batch needs a batch entry point in each
-compressor and pays only where a model forward dominates, not for the static-embedding
-request-path compressor whose cost is per token.
+Under load, jobs queue for the `workers` threads (FIFO); the gate adds the expected wait
+(`expected_wait_ms`: characters queued ahead × measured worker ms per character) to
+a compression's cost. A job still queued when its request times out is cancelled; one
+in a worker stops at its next checkpoint (compressors/deadline.py), freeing the worker.
+While the compressor loads, requests are refused at once (`CompressionBusy`). A small
+job over memoized features runs on the loop (features.py `FeaturePath.inline`): vector
+arithmetic, cheaper than the hand-off to a worker and back (issue 43).
 """
 
 from __future__ import annotations
@@ -189,6 +183,9 @@ class CompressionEngine:
         blobs = await self.features.fetch(documents, tenant)
         found = list(blobs)
         timing["seen"] = sum(b is not None for b in found)
+        if self.state == "ready" and self.features.inline(documents, found):
+            done = self._job(documents, question, rate, timing, blobs, tenant)()
+            return _entries(done)
         entries = await self._run(documents, question, rate, timing, blobs, tenant)
         await self.features.keep(documents, blobs, found, tenant)
         return entries
@@ -226,7 +223,7 @@ class CompressionEngine:
             # it ends at its next checkpoint (DeadlineExceeded): nobody awaits it now
             wrapped.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise
-        return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
+        return _entries(result)
 
     def _job(self, documents: list[str], question: str, rate, timing: dict[str, float],
              blobs: list | None, tenant: str = ""):  # fmt: skip
@@ -288,6 +285,10 @@ class CompressionEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _entries(result) -> list[MemoEntry]:
+    return [MemoEntry(d.text, d.tokens_before, d.tokens_after) for d in result.documents]
 
 
 def _set_torch_threads(n: int) -> None:

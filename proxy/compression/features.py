@@ -17,12 +17,23 @@ from concurrent.futures import Executor
 from cache.features import FeatureCache
 from compressors import ChunkFeatures, FeatureCompressor, decode_features, encode_features
 
+INLINE_CHARS = 12_000  # ~3k tokens: a seen set's job this small runs on the loop (~1 ms)
+
 
 class FeaturePath:
-    def __init__(self, compressor: FeatureCompressor, cache: FeatureCache) -> None:
+    def __init__(self, compressor: FeatureCompressor, cache: FeatureCache,
+                 inline_chars: int = INLINE_CHARS) -> None:  # fmt: skip
         self.compressor = compressor
         self.cache = cache
         self.fingerprint = compressor.feature_fingerprint()
+        self.inline_chars = inline_chars
+
+    def inline(self, documents: Sequence[str], blobs: Sequence[bytes | None]) -> bool:
+        """Whether a job runs on the event loop: every document's features memoized
+        (the job is the question's part only: scores, selection, splice) and the set
+        small. The hand-off to a worker and back cost more than that work (issue 43);
+        a bigger set would hold the loop, so it still goes to a worker."""
+        return all(b is not None for b in blobs) and sum(map(len, documents)) <= self.inline_chars
 
     async def fetch(self, documents: Sequence[str], tenant: str) -> list[bytes | None]:
         return await self.cache.get_many(self.fingerprint, documents, tenant)

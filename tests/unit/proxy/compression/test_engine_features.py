@@ -96,3 +96,29 @@ def test_redis_down_same_output_at_the_cold_cost(make):
             await down.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_small_seen_set_is_scored_on_the_loop_a_big_one_in_a_worker(make):
+    """issue 43: a new question over memoized features is vector arithmetic; the hand-off
+    to a worker and back cost more. Same bytes either way."""
+    import threading
+
+    async def scenario():
+        e, plain = make(), make(features=False)
+        e.state = "ready"  # warmed: inline runs only then
+        threads, real = [], e.compressor.compress_features
+
+        def recorded(*args, **kwargs):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return real(*args, **kwargs)
+
+        e.compressor.compress_features = recorded
+        await e.compress(DOCS, QUESTIONS[0], 0.4)  # unseen: a worker computes features
+        out = await e.compress(DOCS, QUESTIONS[1], 0.4)  # seen and small: on the loop
+        assert threads == [False, True] and out.seen == 3
+        assert out.texts == (await plain.compress(DOCS, QUESTIONS[1], 0.4)).texts
+        e.features.inline_chars = 100  # the same set counted as big: back to a worker
+        await e.compress(DOCS, QUESTIONS[2], 0.4)
+        assert threads == [False, True, False]
+
+    asyncio.run(scenario())
