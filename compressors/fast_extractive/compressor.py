@@ -173,8 +173,7 @@ class FastExtractiveCompressor:
         sizes = [f.sentences for f in feats]
         doc_of = np.repeat(np.arange(len(feats)), sizes)
         sums = np.concatenate([f.sums for f in feats]).astype(np.float32, copy=False)
-        doc_sums = np.zeros((len(feats), sums.shape[1]), dtype=np.float32)
-        np.add.at(doc_sums, doc_of, sums)
+        doc_sums = _per_document(sums, sizes)
         vectors, doc_vectors = unit(sums), unit(doc_sums)
         asked = question.strip()
         if not asked:  # no question: closeness to the document's own centroid
@@ -187,8 +186,7 @@ class FastExtractiveCompressor:
         lengths = np.concatenate([f.lengths for f in feats]).astype(np.float64)
         owner = np.repeat(np.arange(len(doc_of)), lengths.astype(np.int64))
         tf = bm25.term_counts(ids, owner, len(doc_of), terms)
-        doc_tf = np.zeros((len(feats), len(terms)))
-        np.add.at(doc_tf, doc_of, tf)
+        doc_tf = _per_document(tf, sizes)
         doc_bm25 = _scaled(bm25.scores(doc_tf, np.bincount(doc_of, lengths, len(feats))))
         signals = {
             "bm25": _scaled(bm25.scores(tf, lengths)),
@@ -286,3 +284,15 @@ def _owned_ids(tokens: Tokens, spans: Sequence[tuple[int, int]]):
     owner = np.searchsorted(starts, tokens.starts, side="right") - 1
     inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
     return tokens.ids[inside], owner[inside]
+
+
+def _per_document(rows: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Each document's sum of its sentences' rows (`sizes`: sentences per document, in
+    order): one reduceat, where np.add.at cost ~0.15 ms a job (issue 43)."""
+    out = np.zeros((len(sizes), rows.shape[1]), dtype=rows.dtype)
+    counts = np.asarray(sizes, dtype=np.int64)
+    nonempty = counts > 0
+    if nonempty.any():
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        out[nonempty] = np.add.reduceat(rows, starts[nonempty], axis=0)
+    return out
