@@ -15,6 +15,9 @@ the question's encoding, a few dot products and the selection.
 - `lengths`  (n,)   int32  WordPiece tokens that start inside each sentence
 - `ids`      (m,)   int32  those tokens' ids, in text order (m = lengths.sum())
 - `sums`     (n, d) float32 the sum of each sentence's static-embedding rows
+- `unjudged` (n,)   int32  1 where the scorer cannot judge the sentence, kept whatever
+                           its score (verbatim.keep_unjudged; format 2, issue 43: it
+                           scanned every document on every request)
 
 The sums stay float32: float16 would change scores in the 4th decimal and flip picks,
 and the output must stay byte-identical to the unsplit compressor's. Encoded as one
@@ -32,7 +35,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 MAGIC = b"RTF"
-FORMAT = 1
+FORMAT = 2
 _HEADER = struct.Struct("<3sBIIII")  # magic, format, n sentences, m ids, dim, tokens
 
 
@@ -44,6 +47,7 @@ class ChunkFeatures:
     lengths: np.ndarray
     ids: np.ndarray
     sums: np.ndarray
+    unjudged: np.ndarray
 
     @property
     def sentences(self) -> int:
@@ -62,6 +66,7 @@ def encode(f: ChunkFeatures) -> bytes:
         np.ascontiguousarray(f.lengths, "<i4").tobytes(),
         np.ascontiguousarray(f.ids, "<i4").tobytes(),
         np.ascontiguousarray(f.sums, "<f4").tobytes(),
+        np.ascontiguousarray(f.unjudged, "<i4").tobytes(),
     ]
     return b"".join(parts)
 
@@ -72,7 +77,7 @@ def decode(value: bytes) -> ChunkFeatures | None:
     if len(value) < _HEADER.size:
         return None
     magic, fmt, n, m, dim, tokens = _HEADER.unpack_from(value)
-    if magic != MAGIC or fmt != FORMAT or len(value) != _HEADER.size + 4 * (4 * n + m + n * dim):
+    if magic != MAGIC or fmt != FORMAT or len(value) != _HEADER.size + 4 * (5 * n + m + n * dim):
         return None
     at = _HEADER.size
 
@@ -85,7 +90,7 @@ def decode(value: bytes) -> ChunkFeatures | None:
     spans = take(2 * n, "<i4").reshape(n, 2)
     counts, lengths, ids = take(n, "<i4"), take(n, "<i4"), take(m, "<i4")
     sums = take(n * dim, "<f4").reshape(n, dim)
-    return ChunkFeatures(spans, counts, tokens, lengths, ids, sums)
+    return ChunkFeatures(spans, counts, tokens, lengths, ids, sums, take(n, "<i4"))
 
 
 @runtime_checkable
