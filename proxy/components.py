@@ -24,7 +24,6 @@ from proxy.compression.parts import make_compression, make_store
 from proxy.compression.service import CACHE_TELLING, CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.gate.decide import CostGate
-from proxy.gate.exported import GateLawCollector
 from proxy.metrics import Metrics
 from proxy.prompt.segment import Segmenter
 from proxy.request.admission import Admission
@@ -246,7 +245,6 @@ def build(
     ops = make_operations(settings, store, metrics, tenant)
     c = settings.compression
     compression = make_compression(settings, store, pool, metrics, compressor)
-    metrics.registry.register(GateLawCollector(compression.gate))
     engine, gate, stable = compression.engine, compression.gate, compression.stable
     stages = make_stages(settings, tenant, compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)

@@ -22,6 +22,7 @@ from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.compression.token_counter import TargetTokenCounter
 from proxy.gate.decide import CostGate
+from proxy.gate.exported import GateLawCollector
 from proxy.metrics import Metrics
 from proxy.settings import CompressionSettings, Settings
 
@@ -106,6 +107,7 @@ def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, met
     c = settings.compression
     engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
     gate = make_gate(c, engine.compressor, pool)
+    metrics.registry.register(GateLawCollector(gate))  # its cost laws in /metrics
     analyses = DocumentAnalyses(c.analysis_bytes) if c.analysis_bytes else None
     stable = make_stable(c, store, gate, metrics, engine, analyses)
     recalibration = Recalibration(engine, gate, c.recalibrate_s)
