@@ -42,6 +42,16 @@ DOCUMENTS: tuple[str, ...] = (
 )
 
 
+WIDE_COPIES = 4  # the second size: ~1,800 tokens
+MAX_WIDE_MS = 200.0  # no wide run that would hold a worker longer (LLMLingua on a CPU)
+
+
+def wide_pays(small_ms: float) -> bool:
+    """Whether a run at WIDE_COPIES times the size stays within MAX_WIDE_MS, judged by
+    one run at the base size."""
+    return small_ms * WIDE_COPIES <= MAX_WIDE_MS
+
+
 def workload(copies: int = 1) -> list[str]:
     """The documents, `copies` times over (each copy marked, so no two are the same
     text): a second size, so the cost law gets a slope and a fixed part from the

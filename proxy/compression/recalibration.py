@@ -20,10 +20,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from compressors import calibration
 from proxy.compression.engine import CompressionEngine
 from proxy.gate.decide import CostGate
-
-WIDE = 4  # every other run at four times the size: the law keeps its slope (service.py)
 
 
 class Recalibration:
@@ -33,6 +32,7 @@ class Recalibration:
         self.engine, self.gate, self.every_s, self.clock = engine, gate, every_s, clock
         self.last_learned = clock()
         self.runs = 0
+        self.small_ms = float("inf")  # the last base-size run: every other run is wide, if cheap
         self._task: asyncio.Task | None = None
 
     def learned(self) -> None:
@@ -47,8 +47,10 @@ class Recalibration:
 
     async def _run(self) -> None:
         try:
-            outcome = await self.engine.calibrate(1 + (WIDE - 1) * (self.runs % 2))
+            wide = self.runs % 2 == 1 and calibration.wide_pays(self.small_ms)
+            outcome = await self.engine.calibrate(calibration.WIDE_COPIES if wide else 1)
             if outcome is not None:
+                self.small_ms = self.small_ms if wide else outcome.ms
                 self.gate.observe_calibration(outcome)
                 self.runs += 1
         finally:

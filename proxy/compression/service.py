@@ -36,7 +36,14 @@ import logging
 from dataclasses import dataclass, field
 
 from cache.analysis import DocumentAnalyses
-from compressors import AUTO, AdaptiveBudget, DeadlineExceeded, merge_verbatim, partition_verbatim
+from compressors import (
+    AUTO,
+    AdaptiveBudget,
+    DeadlineExceeded,
+    calibration,
+    merge_verbatim,
+    partition_verbatim,
+)
 from compressors.verbatim import is_opaque
 from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
 from proxy.compression.limits import within_limits
@@ -56,10 +63,6 @@ CACHE_TELLING = frozenset({"x-ragtrim-compress-ms", "x-ragtrim-cache-hits",
 log = logging.getLogger("ragtrim.compress")
 
 
-WIDE_COPIES = 4  # the second calibration size: ~1,800 tokens
-MAX_WIDE_MS = 200.0  # never a wide run that would hold the worker longer (LLMLingua on CPU)
-
-
 @dataclass(eq=False)
 class CompressionService:
     """Decides and compresses one request's documents; the stage's one collaborator."""
@@ -77,14 +80,14 @@ class CompressionService:
     async def warm(self, torch_threads: int) -> None:
         """Load the compressor and measure it (compressors/calibration.py): the gate gets
         that first price here, once, at start; then, where a run is cheap, the workload
-        at WIDE_COPIES times the size, so the law has a fixed part and a slope."""
+        at calibration.WIDE_COPIES times the size, so the law has a fixed part and a slope."""
         await self.engine.warm(torch_threads)
         small = self.engine.calibration
         if small is None:
             return
         self.gate.observe_calibration(small)
-        if small.ms <= MAX_WIDE_MS / WIDE_COPIES:
-            wide = await self.engine.calibrate(WIDE_COPIES)
+        if calibration.wide_pays(small.ms):
+            wide = await self.engine.calibrate(calibration.WIDE_COPIES)
             if wide is not None:
                 self.gate.observe_calibration(wide)
 

@@ -18,6 +18,7 @@ class Engine:
 
     async def calibrate(self, copies: int = 1):
         self.calls += 1
+        self.copies = [*getattr(self, "copies", []), copies]
         return Outcome(self.ms)
 
 
@@ -87,3 +88,15 @@ def test_a_job_that_taught_the_gate_postpones_it():
     clock.now = 70
     asyncio.run(skip_then_settle(recal))
     assert engine.calls == 1
+
+
+def test_every_other_rerun_is_wide_only_where_a_run_is_cheap():
+    """The wide size gives the law its fixed part (compressors/calibration.py); a run
+    that would hold the worker past MAX_WIDE_MS (LLMLingua on a CPU) is never made."""
+    for ms, expected in ((450 * 0.01, [1, 4, 1, 4]), (450 * 1.0, [1, 1, 1, 1])):
+        g, clock, engine = gate(), Clock(), Engine(ms=ms)
+        recal = Recalibration(engine, g, every_s=30, clock=clock)
+        for _ in range(4):
+            clock.now += 30
+            asyncio.run(skip_then_settle(recal))
+        assert engine.copies == expected
