@@ -71,14 +71,22 @@ def encode(f: ChunkFeatures) -> bytes:
     return b"".join(parts)
 
 
+def readable(value: bytes) -> bool:
+    """Whether `decode` reads `value` (this format, whole), from its header alone."""
+    if len(value) < _HEADER.size:
+        return False
+    magic, fmt, n, m, dim, _ = _HEADER.unpack_from(value)
+    return (
+        magic == MAGIC and fmt == FORMAT and len(value) == _HEADER.size + 4 * (5 * n + m + n * dim)
+    )
+
+
 def decode(value: bytes) -> ChunkFeatures | None:
     """The features in `value`, or None when it is not this format (a miss, not an error:
     an entry from another version or a corrupt one is recomputed)."""
-    if len(value) < _HEADER.size:
+    if not readable(value):
         return None
-    magic, fmt, n, m, dim, tokens = _HEADER.unpack_from(value)
-    if magic != MAGIC or fmt != FORMAT or len(value) != _HEADER.size + 4 * (5 * n + m + n * dim):
-        return None
+    n, m, dim, tokens = _HEADER.unpack_from(value)[2:]
     at = _HEADER.size
 
     def take(count: int, dtype: str) -> np.ndarray:

@@ -16,6 +16,7 @@ from concurrent.futures import Executor
 
 from cache.features import FeatureCache
 from compressors import ChunkFeatures, FeatureCompressor, decode_features, encode_features
+from compressors.features import readable
 
 INLINE_CHARS = 12_000  # ~3k tokens: a seen set's job this small runs on the loop (~1 ms)
 
@@ -29,11 +30,13 @@ class FeaturePath:
         self.inline_chars = inline_chars
 
     def inline(self, documents: Sequence[str], blobs: Sequence[bytes | None]) -> bool:
-        """Whether a job runs on the event loop: every document's features memoized
-        (the job is the question's part only: scores, selection, splice) and the set
+        """Whether a job runs on the event loop: every document's features memoized and
+        readable (the job is the question's part only: scores, selection, splice; an
+        entry of an older format would be computed again, never on the loop) and the set
         small. The hand-off to a worker and back cost more than that work (issue 43);
         a bigger set would hold the loop, so it still goes to a worker."""
-        return all(b is not None for b in blobs) and sum(map(len, documents)) <= self.inline_chars
+        small = sum(map(len, documents)) <= self.inline_chars
+        return small and all(b is not None and readable(b) for b in blobs)
 
     async def fetch(self, documents: Sequence[str], tenant: str) -> list[bytes | None]:
         return await self.cache.get_many(self.fingerprint, documents, tenant)

@@ -120,5 +120,10 @@ def test_a_small_seen_set_is_scored_on_the_loop_a_big_one_in_a_worker(make):
         e.features.inline_chars = 100  # the same set counted as big: back to a worker
         await e.compress(DOCS, QUESTIONS[2], 0.4)
         assert threads == [False, True, False]
+        e.features.inline_chars = 10_000
+        old = {d: b"RTF\x01" + b"\0" * 16 for d in DOCS}  # entries of an older format
+        await e.features.cache.put_many(e.features.fingerprint, old, "")
+        await e.compress(DOCS, "Which light do plants absorb?", 0.4)
+        assert threads[-1] is False  # recomputed, never on the loop
 
     asyncio.run(scenario())
