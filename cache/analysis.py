@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cache.keys import tenant_tag
 from cache.lru import OVERHEAD, ByteLRU
@@ -43,11 +43,22 @@ def analysis_key(kind: str, tenant: str, text: str, tag: str | None = None) -> s
     return f"ana:{tag + ':' if tag else ''}{kind}:{digest.hexdigest()}"
 
 
+@runtime_checkable
+class Weighed(Protocol):
+    """A result that states what it holds (a prepared document set's arrays)."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
 def held_bytes(value: Any, text: str) -> int:
-    """What Python holds for a result, roughly: a flag, or pieces of the text (strings,
-    and the tuple and set around them: about twice the text)."""
+    """What Python holds for a result, roughly: a flag, what a `Weighed` result states,
+    or pieces of the text (strings, and the tuple and set around them: about twice the
+    text)."""
     if isinstance(value, bool | int | float):
         return OVERHEAD
+    if isinstance(value, Weighed):
+        return OVERHEAD + value.nbytes
     return OVERHEAD + 2 * len(text)
 
 

@@ -109,6 +109,9 @@ class FeatureCompressor(Protocol):
                            protected spans, sentence length), not the scoring weights
     documents_features():  the document part, question-independent, of a batch
     compress_features():   the request part: same output as compress() on the documents
+    prepare():             a set's features arranged once for any question
+    compress_prepared():   the request part over a prepared set (compress_features is
+                           compress_prepared over prepare(features))
     """
 
     def feature_fingerprint(self) -> str: ...
@@ -116,3 +119,7 @@ class FeatureCompressor(Protocol):
     def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]: ...
 
     def compress_features(self, documents, features, *, question, budget): ...
+
+    def prepare(self, features: Sequence[ChunkFeatures]): ...
+
+    def compress_prepared(self, documents, prepared, *, question, budget): ...

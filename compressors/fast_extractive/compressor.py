@@ -42,6 +42,7 @@ from compressors._selection import per_document_keep, pooled_keep
 from compressors.adaptive import AdaptiveBudget, adaptive_keep
 from compressors.base import Budget, CompressionResult, DocumentResult, TokenCounter
 from compressors.fast_extractive import bm25
+from compressors.fast_extractive.prepared import PreparedSet, per_document, prepare
 from compressors.fast_extractive.static_embed import (
     StaticEmbedder,
     Tokens,
@@ -168,54 +169,45 @@ class FastExtractiveCompressor:
 
     # -- the request part ---------------------------------------------------------------
 
-    def _signals(self, feats: Sequence[ChunkFeatures],
+    def _signals(self, prepared: PreparedSet,
                  question: str) -> tuple[dict[str, np.ndarray], float]:  # fmt: skip
         """The signals, and the ms of the question's part: its encoding and every step
         whose size grows with its terms (issue 33: the proxy prices it apart)."""
-        sizes = [f.sentences for f in feats]
-        doc_of = np.repeat(np.arange(len(feats)), sizes)
-        sums = np.concatenate([f.sums for f in feats]).astype(np.float32, copy=False)
-        doc_sums = _per_document(sums, sizes)
-        vectors, doc_vectors = unit(sums), unit(doc_sums)
+        p = prepared
         asked = question.strip()
         if not asked:  # no question: closeness to the document's own centroid
-            return {"cos": np.einsum("ij,ij->i", vectors, doc_vectors[doc_of])}, 0.0
+            return {"cos": np.einsum("ij,ij->i", p.vectors, p.doc_vectors[p.doc_of])}, 0.0
         began = time.perf_counter()
         query = self.embedder.tokens(asked)
         target = unit(self.embedder.span_sums(query, np.zeros(len(query.ids), np.int64), 1))[0]
         terms = np.unique(query.ids[self._content[query.ids]])
-        ids = np.concatenate([f.ids for f in feats]).astype(np.int64)
-        lengths = np.concatenate([f.lengths for f in feats]).astype(np.float64)
-        owner = np.repeat(np.arange(len(doc_of)), lengths.astype(np.int64))
-        tf = bm25.term_counts(ids, owner, len(doc_of), terms)
-        doc_tf = _per_document(tf, sizes)
-        doc_bm25 = _scaled(bm25.scores(doc_tf, np.bincount(doc_of, lengths, len(feats))))
+        tf = bm25.term_counts(p.ids, p.owner, p.sentences, terms)
+        doc_tf = per_document(tf, p.sizes)
+        doc_bm25 = _scaled(bm25.scores(doc_tf, p.doc_lengths))
         signals = {
-            "bm25": _scaled(bm25.scores(tf, lengths)),
-            "cos": vectors @ target,
-            "doc_bm25": doc_bm25[doc_of],
-            "doc_cos": (doc_vectors @ target)[doc_of],
+            "bm25": _scaled(bm25.scores(tf, p.lengths)),
+            "cos": p.vectors @ target,
+            "doc_bm25": doc_bm25[p.doc_of],
+            "doc_cos": (p.doc_vectors @ target)[p.doc_of],
         }
         return signals, (time.perf_counter() - began) * 1000
 
     def scores(self, feats: Sequence[ChunkFeatures], question: str) -> list[np.ndarray]:
         """Each document's sentence scores (rounded), in sentence order."""
-        return self._scores(feats, question)[0]
+        return self._scores(prepare(feats), question)[0]
 
-    def _scores(self, feats: Sequence[ChunkFeatures],
+    def _scores(self, prepared: PreparedSet,
                 question: str) -> tuple[list[np.ndarray], float]:  # fmt: skip
         """`scores`, and the ms of the question's part (`_signals`)."""
-        if not any(f.sentences for f in feats):  # no sentence anywhere: nothing to score
-            return [np.zeros(0) for _ in feats], 0.0
+        if not prepared.sentences:  # no sentence anywhere: nothing to score
+            return [np.zeros(0) for _ in prepared.sizes], 0.0
         if self._content is None:
             self.load()
-        signals, question_ms = self._signals(feats, question)
+        signals, question_ms = self._signals(prepared, question)
         total = sum(w * signals[k] for k, w in self.weights.items() if k in signals)
         if isinstance(total, int):  # no weighted signal applies (blank question, bm25 only)
             total = signals["cos"]
-        total = np.round(total, self.score_decimals)
-        cuts = np.cumsum([f.sentences for f in feats])[:-1]
-        return (np.split(total, cuts) if len(feats) else []), question_ms
+        return prepared.split(np.round(total, self.score_decimals)), question_ms
 
     # -- compress ----------------------------------------------------------------------
 
@@ -234,22 +226,30 @@ class FastExtractiveCompressor:
         budget: Budget,
     ) -> CompressionResult:  # fmt: skip
         """compress() given each document's features (memoized or fresh): same output."""
-        docs = list(documents)
-        before = [f.tokens for f in features]
+        return self.compress_prepared(documents, prepare(features), question=question,
+                                      budget=budget)  # fmt: skip
+
+    def prepare(self, features: Sequence[ChunkFeatures]) -> PreparedSet:
+        """The set's question-independent arrays, for any number of questions (prepared.py)."""
+        return prepare(features)
+
+    def compress_prepared(self, documents: Sequence[str], prepared: PreparedSet, *,
+                          question: str, budget: Budget) -> CompressionResult:  # fmt: skip
+        """compress_features() over a prepared set: the question's part alone."""
+        docs, before, counts = list(documents), list(prepared.before), prepared.counts
         if budget.target_tokens is None and budget.rate >= 1.0:
             results = (DocumentResult(d, n, n) for d, n in zip(docs, before, strict=True))
             return CompressionResult(self.name, tuple(results))
-        counts = [f.counts.tolist() for f in features]
-        scores, question_ms = self._scores(features, question)
+        scores, question_ms = self._scores(prepared, question)
         if isinstance(budget, AdaptiveBudget):  # a score margin, within min/max rates
             keep = adaptive_keep(scores, counts, before, budget)
         elif budget.target_tokens is not None:
             keep = pooled_keep(scores, counts, budget.target_tokens)
         else:
             keep = per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
-        spans = [f.span_list() for f in features]  # and what no scorer judges, kept whole:
-        keep = [np.logical_or(k, f.unjudged).tolist() for k, f in zip(keep, features, strict=True)]
-        out = [render_kept(d, s, k) for d, s, k in zip(docs, spans, keep, strict=True)]
+        # and what no scorer judges, kept whole
+        keep = [np.logical_or(k, u).tolist() for k, u in zip(keep, prepared.unjudged, strict=True)]
+        out = [render_kept(d, s, k) for d, s, k in zip(docs, prepared.spans, keep, strict=True)]
         results = (
             DocumentResult(o, n, self._count_kept(o, d, n, c, k))
             for o, d, n, c, k in zip(out, docs, before, counts, keep, strict=True)
@@ -286,14 +286,3 @@ def _owned_ids(tokens: Tokens, spans: Sequence[tuple[int, int]]):
     owner = np.searchsorted(starts, tokens.starts, side="right") - 1
     inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
     return tokens.ids[inside], owner[inside]
-
-
-def _per_document(rows: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """Each document's sum of its sentences' rows: one reduceat (np.add.at: 0.15 ms/job)."""
-    out = np.zeros((len(sizes), rows.shape[1]), dtype=rows.dtype)
-    counts = np.asarray(sizes, dtype=np.int64)
-    nonempty = counts > 0
-    if nonempty.any():
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        out[nonempty] = np.add.reduceat(rows, starts[nonempty], axis=0)
-    return out

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from cache.analysis import DocumentAnalyses
 from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
@@ -45,12 +46,12 @@ __all__ = ["CompressionBusy", "CompressionEngine", "Outcome", "WorkerCrashed"]
 
 class CompressionEngine:
     def __init__(self, compressor: Compressor, memo: ChunkMemo, *, timeout: float, workers: int,
-                 count: TokenCounter | None = None,
-                 features: FeatureCache | None = None):  # fmt: skip
+                 count: TokenCounter | None = None, features: FeatureCache | None = None,
+                 analyses: DocumentAnalyses | None = None):  # fmt: skip
         self.compressor = compressor
         self._scoped = bool(getattr(compressor, "scoped_cache", False))  # its cache per tenant
         featured = features is not None and isinstance(compressor, FeatureCompressor)
-        self.features = FeaturePath(compressor, features) if featured else None
+        self.features = FeaturePath(compressor, features, analyses=analyses) if featured else None
         self.count = count
         self.fingerprint = Fingerprints(compressor, count, lambda: self.state == "ready")
         self.memo = memo
@@ -196,9 +197,8 @@ class CompressionEngine:
             scope = {"scope": tenant} if self._scoped else {}
             budget = self._budget(documents, rate)
             return self.compressor.compress(documents, question=question, budget=budget, **scope)
-        return self.features.compress(
-            documents, question, blobs, lambda tokens: self._budget(documents, rate, tokens)
-        )
+        budget_for = lambda tokens: self._budget(documents, rate, tokens)  # noqa: E731
+        return self.features.compress(documents, question, blobs, budget_for, tenant)
 
     async def _run(self, documents: list[str], question: str, rate: float,
                    timing: dict[str, float] | None = None, blobs: list[bytes | None] | None = None,

@@ -33,13 +33,14 @@ def make_engine(
     counter,
     compressor: Compressor | None = None,
     metrics: Metrics | None = None,
+    analyses: DocumentAnalyses | None = None,
 ) -> CompressionEngine:
     compressor = compressor or build_compressor(
         c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
     )
     return CompressionEngine(
         compressor, ChunkMemo(store, c.memo_ttl_s), timeout=c.timeout_s, workers=c.workers,
-        count=counter, features=make_feature_cache(c, store, metrics),
+        count=counter, features=make_feature_cache(c, store, metrics), analyses=analyses,
     )  # fmt: skip
 
 
@@ -105,10 +106,11 @@ def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, met
     """The compression service the compress stage calls: engine, gate, the prefix cache's
     say and the re-measurement, from `settings.compression`."""
     c = settings.compression
-    engine = make_engine(c, store, TargetTokenCounter(pool, c.tokenizer), compressor, metrics)
+    analyses = DocumentAnalyses(c.analysis_bytes) if c.analysis_bytes else None
+    counter = TargetTokenCounter(pool, c.tokenizer)
+    engine = make_engine(c, store, counter, compressor, metrics, analyses)
     gate = make_gate(c, engine.compressor, pool)
     metrics.registry.register(GateLawCollector(gate))  # its cost laws in /metrics
-    analyses = DocumentAnalyses(c.analysis_bytes) if c.analysis_bytes else None
     stable = make_stable(c, store, gate, metrics, engine, analyses)
     recalibration = Recalibration(engine, gate, c.recalibrate_s)
     return CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from cache.analysis import DocumentAnalyses
 from cache.features import FeatureCache
 from cache.memo import ChunkMemo
 from cache.store import MemoryStore, RedisStore
@@ -30,12 +31,12 @@ QUESTIONS = ["When was the bridge opened?", "How often do ferries run?", "What d
 def make(static_model, minilm_path):  # noqa: F811
     counter = HFTokenCounter(minilm_path)
 
-    def build(store=None, features=True):
+    def build(store=None, features=True, analyses=None):
         fast = FastExtractiveCompressor(counter, model_path=static_model)
         store = store if store is not None else MemoryStore()
         cache = FeatureCache(store) if features else None
         return CompressionEngine(fast, ChunkMemo(MemoryStore()), timeout=30, workers=1,
-                                 count=counter, features=cache)  # fmt: skip
+                                 count=counter, features=cache, analyses=analyses)  # fmt: skip
 
     return build
 
@@ -106,13 +107,13 @@ def test_a_small_seen_set_is_scored_on_the_loop_a_big_one_in_a_worker(make):
     async def scenario():
         e, plain = make(), make(features=False)
         e.state = "ready"  # warmed: inline runs only then
-        threads, real = [], e.compressor.compress_features
+        threads, real = [], e.compressor.compress_prepared
 
         def recorded(*args, **kwargs):
             threads.append(threading.current_thread() is threading.main_thread())
             return real(*args, **kwargs)
 
-        e.compressor.compress_features = recorded
+        e.compressor.compress_prepared = recorded
         await e.compress(DOCS, QUESTIONS[0], 0.4)  # unseen: a worker computes features
         out = await e.compress(DOCS, QUESTIONS[1], 0.4)  # seen and small: on the loop
         assert threads == [False, True] and out.seen == 3
@@ -125,5 +126,26 @@ def test_a_small_seen_set_is_scored_on_the_loop_a_big_one_in_a_worker(make):
         await e.features.cache.put_many(e.features.fingerprint, old, "")
         await e.compress(DOCS, "Which light do plants absorb?", 0.4)
         assert threads[-1] is False  # recomputed, never on the loop
+
+    asyncio.run(scenario())
+
+
+def test_a_seen_set_is_prepared_once_per_tenant_for_any_question(make):
+    """issue 43: a set's question-independent arrays (compressors/fast_extractive/
+    prepared.py) are made once per (tenant, set); new questions reuse them, another tenant
+    gets its own (a hit would tell it the set was sent), and the bytes are the same."""
+
+    async def scenario():
+        e, plain = make(analyses=DocumentAnalyses()), make(features=False)
+        e.state = "ready"
+        made, real = [], e.compressor.prepare
+        e.compressor.prepare = lambda feats: made.append(len(feats)) or real(feats)
+        for q in QUESTIONS:
+            out = await e.compress(DOCS, q, 0.4, tenant="a")
+            assert out.texts == (await plain.compress(DOCS, q, 0.4)).texts
+        assert made == [3]
+        await e.compress(DOCS, QUESTIONS[0], 0.4, tenant="b")
+        await e.compress(DOCS[:2], QUESTIONS[0], 0.4, tenant="a")  # another set
+        assert made == [3, 3, 2]
 
     asyncio.run(scenario())
