@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,6 +85,7 @@ class Components:
     kv: KvRouting | None = None  # KV-event routing (issue 20)
     on_loaded: Callable[[], None] = _nothing  # after a long-lived load (proxy/server/heap.py)
     _warming: asyncio.Task[None] | None = None
+    _ready_by: float = 0.0  # monotonic: /readyz waits for the warm-up until then
 
     async def start(self) -> None:
         if self.discovery is not None:
@@ -91,7 +93,15 @@ class Components:
         await self.health.start()
         if self.kv is not None:
             await self.kv.start()
+        self._ready_by = time.monotonic() + self.settings.compression.ready_wait_s
         self._warming = asyncio.create_task(self._warm_engine())
+
+    def warmed(self) -> bool:
+        """The compressor's warm-up is over (loaded and measured, or failed), or readiness
+        has waited `compression.ready_wait_s` for it: traffic sent before would share
+        the CPU with the load (issue 43)."""
+        done = self._warming is not None and self._warming.done()
+        return done or time.monotonic() >= self._ready_by
 
     async def _warm_engine(self) -> None:
         try:

@@ -69,13 +69,15 @@ def _usage(parts: Components) -> Endpoint:
 
 
 def _readiness(parts: Components, scope: dict) -> JSONResponse:
-    """A bare {"ready": …} for probes; the backend URLs only to a valid key when
-    tenancy is on (they tell a tenant where the fleet is)."""
+    """A bare {"ready": …} for probes: a healthy backend and the compressor's warm-up
+    over (Components.warmed); the backend URLs only to a valid key when tenancy is on
+    (they tell a tenant where the fleet is)."""
     healthy = [ep.url for ep in parts.pool.healthy()]
-    body: dict = {"ready": bool(healthy)}
+    ready = bool(healthy) and parts.warmed()
+    body: dict = {"ready": ready}
     if _may_see_details(parts, scope):
         body |= {"healthy": healthy, "compressor": parts.compression.engine.state}
-    return JSONResponse(body, 200 if healthy else 503)
+    return JSONResponse(body, 200 if ready else 503)
 
 
 def _may_see_details(parts: Components, scope: dict) -> bool:

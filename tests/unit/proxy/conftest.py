@@ -38,11 +38,14 @@ def wait_warm(url: str, timeout: float = 30, key: str = "") -> None:
 
 @pytest.fixture
 def make_proxy() -> Iterator[Callable[..., ServerThread]]:
-    """Start ragtrim (real uvicorn) in front of the given backends."""
+    """Start ragtrim (real uvicorn) in front of the given backends. Its /readyz means a
+    healthy backend here (compression.ready_wait_s 0, unless a test sets it): these tests
+    read it as the backends' health; test_readiness.py covers the wait for the warm-up."""
     with ExitStack() as stack:
 
         def make(backends: list[str], compressor=None, store=None, **overrides) -> ServerThread:
-            settings = Settings(backends=backends, **overrides)
+            compression = {"ready_wait_s": 0, **overrides.pop("compression", {})}
+            settings = Settings(backends=backends, compression=compression, **overrides)
             app = create_app(settings, compressor=compressor, store=store)
             server = stack.enter_context(serving(app))
             if compressor is not None:  # let its warm-up finish (it holds the worker)
