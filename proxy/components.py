@@ -119,6 +119,7 @@ class Components:
         if self.kv is not None:
             await self.kv.stop()
         await self.feedback.drain()
+        await self.compression.drain()
         await self.transport.aclose()
         await self.ops.aclose()
         await self.store.aclose()

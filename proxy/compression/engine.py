@@ -8,9 +8,8 @@ Under load, jobs queue for the `workers` threads (FIFO); the gate adds the expec
 (`expected_wait_ms`: characters queued ahead × measured worker ms per character) to
 a compression's cost. A job still queued when its request times out is cancelled; one
 in a worker stops at its next checkpoint (compressors/deadline.py), freeing the worker.
-While the compressor loads, requests are refused at once (`CompressionBusy`). A small
-job over memoized features runs on the loop (features.py `FeaturePath.inline`): vector
-arithmetic, cheaper than the hand-off to a worker and back (issue 43).
+While the compressor loads, requests are refused at once (`CompressionBusy`). A small job
+over memoized features runs on the loop (features.py `FeaturePath.inline`, issue 43).
 """
 
 from __future__ import annotations
@@ -147,7 +146,7 @@ class CompressionEngine:
                                       tenant)  # fmt: skip
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
-            await self.memo.put([keys[i] for i in missing], fresh)
+            self.memo.put_later([keys[i] for i in missing], fresh)  # off the request path
         done = [e for e in entries if e is not None]
         return Outcome(
             texts=tuple(e.text for e in done),
@@ -258,9 +257,8 @@ class CompressionEngine:
         return Budget(rate=rate, target_tokens=max(1, round(total * rate)))
 
     def _replace_worker(self, timing: dict[str, float]) -> None:
-        """A job overran its timeout in a worker, which it may never leave (a hang):
-        new jobs go to a fresh pool, and the old one exits once its jobs are done.
-        Python cannot stop the thread; the abandoned job no longer counts as backlog."""
+        """A job overran its timeout in a worker, which it may never leave (a hang): new jobs
+        go to a fresh pool, the old one exits after its jobs (Python cannot stop a thread)."""
         old = self._pool
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ragtrim-compress")
         old.shutdown(wait=False)

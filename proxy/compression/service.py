@@ -95,6 +95,12 @@ class CompressionService:
     def name(self) -> str:
         return self.engine.name
 
+    async def drain(self) -> None:
+        """The store writes still in flight (cache/writes.py): the memo's and the forms'."""
+        await self.engine.memo.writes.drain()
+        if self.stable is not None:
+            await self.stable.writes.drain()
+
     def estimate_tokens(self, texts: list[str], tenant: str = "") -> int:
         return self.estimate.tokens(tenant, texts)
 

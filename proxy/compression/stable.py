@@ -39,12 +39,12 @@ client's prompt (the compress stage's failed-open path).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from cache.analysis import DocumentAnalyses
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
+from cache.writes import BackgroundWrites
 from compressors.stable_growth import Reader, grow, sentences_of
 from proxy.compression.cache_view import CacheView
 from proxy.context import CachePlan
@@ -88,7 +88,7 @@ class StableCompression:
         self.gate = gate
         self.metrics = metrics
         self.fingerprint = fingerprint
-        self._tasks: set[asyncio.Task] = set()
+        self.writes = BackgroundWrites()  # the forms' writes: none delays the request
 
     async def choose(self, ctx, texts: list[str], question: str, rate: float,
                      prices: Prices) -> Choice:  # fmt: skip
@@ -147,14 +147,14 @@ class StableCompression:
         form = choice.form
         if form is None:
             self.metrics.stable_choices.labels("first").inc()
-            self._spawn(
+            self.writes.spawn(
                 self.forms.remember(plan.key, StableForm(tuple(fresh), before, after), question)
             )
             return fresh, None
         growth = grow(form.texts, fresh, self._reader(ctx.tenant))
         if not growth.added:
             self.metrics.stable_choices.labels("reused").inc()
-            self._spawn(self.forms.reuse(plan.key, form, question))
+            self.writes.spawn(self.forms.reuse(plan.key, form, question))
             return list(form.texts), choice.reason
         self.metrics.stable_choices.labels("grown").inc()
         reason = choice.reason.replace(
@@ -163,7 +163,7 @@ class StableCompression:
         if form.generation < MAX_GENERATIONS:
             grown = replace(form, texts=growth.texts, generation=form.generation + 1,
                             tokens_after=form.tokens_after + growth.added_chars // 4)  # fmt: skip
-            self._spawn(self.forms.grow(plan.key, grown, question))
+            self.writes.spawn(self.forms.grow(plan.key, grown, question))
         return list(growth.texts), reason
 
     def _reader(self, tenant: str) -> Reader:
@@ -194,15 +194,6 @@ class StableCompression:
         text = cache_text(ctx.prompt, seg, texts)
         if text:
             plan.sent = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt)
-
-    def _spawn(self, coro) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def drain(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def _partition(ctx) -> str:
