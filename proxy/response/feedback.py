@@ -13,11 +13,11 @@ so no label series or state for it comes back after the pool dropped them."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from cache.prefixes import PrefixRegistry
+from cache.writes import BackgroundWrites
 from proxy.backends.endpoint import Endpoint, EndpointPool
 from proxy.backends.scrape import MetricsScraper
 from proxy.context import RequestContext
@@ -36,7 +36,7 @@ class Feedback:
         self.gate = gate
         self.prefixes = prefixes
         self.pool = gate.pool if pool is None else pool
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.writes = BackgroundWrites()  # the prefix registry's records (cache/writes.py)
         self.prefill = prefill  # None: compression.prefill_metrics is off
 
     def observe(self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None,
@@ -48,7 +48,7 @@ class Feedback:
         if ep is not None:  # else it left the pool while this answer was relaying
             self._learn(ep, prompt, cached, ttft_ms, ctx.tenant)
         if ctx.prefix_key:
-            self._spawn(self._record(ctx, backend, prompt, cached))
+            self.writes.spawn(self._record(ctx, backend, prompt, cached))
 
     def _learn(self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None,
                tenant: str) -> None:  # fmt: skip
@@ -75,13 +75,7 @@ class Feedback:
         except Exception as exc:  # noqa: BLE001 - stats fail open
             log.warning("prefix registry update failed: %r", exc)
 
-    def _spawn(self, coro) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def drain(self) -> None:
         if self.prefill is not None:
             await self.prefill.drain()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.writes.drain()
