@@ -134,35 +134,38 @@ class CompressionEngine:
             raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
         timing: dict[str, float] = {}
+        in_flight = self.in_flight()
+        entries, missing = await self._resolve(documents, question, rate, timing, tenant)
+        ms = (time.perf_counter() - start) * 1000
+        return Outcome.of(entries, missing, ms, timing, in_flight)
+
+    async def _resolve(self, documents: Sequence[str], question: str, rate: float,
+                       timing: dict[str, float], tenant: str):  # fmt: skip
+        """Each document's entry, and which were computed now. A small seen set is
+        computed on the loop (features.py `inline`), for less than a memo round trip:
+        neither looked up nor stored. Else the memo, then a job for its misses (all of
+        them for a question-aware compressor: one shared budget)."""
+        blobs = await self.features.fetch(documents, tenant) if self.features else None
+        everything = list(range(len(documents)))
+        if blobs is not None and self.state == "ready" and self.features.inline(documents, blobs):
+            timing["seen"] = len(documents)
+            return _entries(
+                self._job(documents, question, rate, timing, blobs, tenant)()
+            ), everything
         keys = self.memo.keys(self.fingerprint(rate), documents,
                               self._scope(documents, question), tenant)  # fmt: skip
         entries = await self.memo.get(keys)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
-            missing = list(range(len(documents)))  # one shared budget: redo them together
-        in_flight = self.in_flight()
+            missing = everything
         if missing:
+            known = None if blobs is None else [blobs[i] for i in missing]
             fresh = await self._fresh([documents[i] for i in missing], question, rate, timing,
-                                      tenant)  # fmt: skip
+                                      tenant, known)  # fmt: skip
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
             self.memo.put_later([keys[i] for i in missing], fresh)  # off the request path
-        done = [e for e in entries if e is not None]
-        return Outcome(
-            texts=tuple(e.text for e in done),
-            tokens_before=sum(e.tokens_before for e in done),
-            tokens_after=sum(e.tokens_after for e in done),
-            hits=len(documents) - len(missing),
-            misses=len(missing),
-            ms=(time.perf_counter() - start) * 1000,
-            work_ms=timing.get("work_ms", 0.0),
-            wait_ms=timing.get("wait_ms", 0.0),
-            seen=int(timing.get("seen", 0)),
-            in_flight=in_flight,
-            question_ms=timing.get("question_ms", 0.0),
-            fresh=tuple(missing),
-            fresh_tokens=sum(entries[i].tokens_before for i in missing),  # type: ignore[union-attr]
-        )
+        return entries, missing  # type: ignore[return-value]
 
     def in_flight(self) -> int:  # compressions a new one would share the CPUs with, itself too
         return self._running + 1
@@ -176,16 +179,14 @@ class CompressionEngine:
         return await f.precompute(documents, tenant, self._pool, self.timeout) if f else 0
 
     async def _fresh(self, documents: list[str], question: str, rate: float,
-                     timing: dict[str, float], tenant: str) -> list[MemoEntry]:  # fmt: skip
-        """Compress `documents` in a worker, from their memoized features where found."""
-        if self.features is None:
+                     timing: dict[str, float], tenant: str,
+                     blobs: list[bytes | None] | None) -> list[MemoEntry]:  # fmt: skip
+        """Compress `documents` in a worker, from their memoized features where found
+        (`blobs`, fetched; None: no feature path)."""
+        if blobs is None or self.features is None:
             return await self._run(documents, question, rate, timing, tenant=tenant)
-        blobs = await self.features.fetch(documents, tenant)
         found = list(blobs)
         timing["seen"] = sum(b is not None for b in found)
-        if self.state == "ready" and self.features.inline(documents, found):
-            done = self._job(documents, question, rate, timing, blobs, tenant)()
-            return _entries(done)
         entries = await self._run(documents, question, rate, timing, blobs, tenant)
         await self.features.keep(documents, blobs, found, tenant)
         return entries

@@ -3,7 +3,10 @@ stage reads both (proxy/stages/compress.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from cache.memo import MemoEntry
 
 
 class CompressionBusy(Exception):
@@ -32,3 +35,25 @@ class Outcome:
     question_ms: float = 0.0  # of work_ms, the question's part (the compressor times it)
     fresh: tuple[int, ...] = ()  # documents compressed now (not memo hits), by index
     fresh_tokens: int = 0  # the compressor's own count of those documents' tokens
+
+    @classmethod
+    def of(cls, entries: Sequence[MemoEntry], fresh: Sequence[int], ms: float,
+           timing: Mapping[str, float], in_flight: int) -> Outcome:  # fmt: skip
+        """From each document's entry, the indices computed now (the rest were memo
+        hits) and the job's `timing` (the engine's keys: work_ms, wait_ms, seen,
+        question_ms)."""
+        return cls(
+            texts=tuple(e.text for e in entries),
+            tokens_before=sum(e.tokens_before for e in entries),
+            tokens_after=sum(e.tokens_after for e in entries),
+            hits=len(entries) - len(fresh),
+            misses=len(fresh),
+            ms=ms,
+            work_ms=timing.get("work_ms", 0.0),
+            wait_ms=timing.get("wait_ms", 0.0),
+            seen=int(timing.get("seen", 0)),
+            in_flight=in_flight,
+            question_ms=timing.get("question_ms", 0.0),
+            fresh=tuple(fresh),
+            fresh_tokens=sum(entries[i].tokens_before for i in fresh),
+        )

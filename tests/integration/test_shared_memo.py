@@ -34,12 +34,18 @@ def wait_compressor_ready(url: str, timeout: float = 120) -> None:
 
 
 def test_memo_hits_across_two_instances(ragtrim):
+    """A set past the inline size (proxy/compression/features.py INLINE_CHARS): a smaller
+    seen one is computed on the loop for less than a memo round trip, and not memoized."""
     tag = uuid.uuid4().hex[:8]
+    filler = " ".join(
+        f"Paragraph {i} of the {tag} archive lists minor repairs." for i in range(120)
+    )
     docs = [
         f"Report {tag}. The bridge was opened in 1932 after six years of work. It carries "
-        "eight lanes of traffic. Tourists walk across it every day. The toll was removed.",
+        "eight lanes of traffic. Tourists walk across it every day. The toll was removed. "
+        + filler,
         f"Note {tag}. The harbour hosts ferries to the northern beaches. Ferries run every "
-        "half hour. The opera house stands nearby. Many visitors arrive by train.",
+        "half hour. The opera house stands nearby. Many visitors arrive by train. " + filler,
     ]
     settings = {  # the memo, not issue 29's stable forms (which would answer the repeat)
         "redis": {"url": "redis://127.0.0.1:6379/0"},

@@ -149,3 +149,36 @@ def test_a_seen_set_is_prepared_once_per_tenant_for_any_question(make):
         assert made == [3, 3, 2]
 
     asyncio.run(scenario())
+
+
+def test_a_small_seen_set_costs_no_memo_round_trip(make):
+    """issue 43: computed on the loop for less than a lookup (with Redis, a round trip on
+    the request path), a small seen set's result is neither looked up nor stored; a big
+    one still goes through the memo."""
+
+    class Counted(MemoryStore):
+        calls = writes = 0
+
+        async def get_many(self, keys):
+            Counted.calls += 1
+            return await super().get_many(keys)
+
+        async def set_many(self, items, ttl=None):
+            Counted.writes += 1
+            await super().set_many(items, ttl)
+
+    async def scenario():
+        e = make()
+        e.memo = ChunkMemo(Counted())
+        e.state = "ready"
+        await e.compress(DOCS, QUESTIONS[0], 0.4)  # unseen: the memo, then a worker
+        await e.memo.writes.drain()
+        assert (Counted.calls, Counted.writes) == (1, 1)
+        out = await e.compress(DOCS, QUESTIONS[1], 0.4)  # seen and small: on the loop
+        await e.memo.writes.drain()
+        assert (Counted.calls, Counted.writes, out.misses, out.seen) == (1, 1, 3, 3)
+        e.features.inline_chars = 100  # the same set counted as big: the memo again
+        await e.compress(DOCS, QUESTIONS[2], 0.4)
+        assert Counted.calls == 2
+
+    asyncio.run(scenario())
