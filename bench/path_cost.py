@@ -17,6 +17,8 @@ paired median (and p99) of ragtrim's latency minus direct's, for:
   `ragtrim_stage_seconds` (the segment and compress stages) per 1k context tokens.
 
 `cpu_ms_per_row` is ragtrim's process CPU over the cell per measured request;
+`uncached_tokens_p50` what the backend prefilled, direct and through ragtrim (a follow-up
+whose question needs sentences the stored form lacks sends them after it, uncached);
 `stage_ms_per_request` is read from `ragtrim_stage_seconds` once around the cell (the
 floor goes through a third ragtrim with the same settings, so neither its stages nor a
 /metrics render between requests count). Keys (issue 43's targets):
@@ -71,6 +73,13 @@ def timed(client: httpx.Client, url: str, body: dict, headers: dict | None = Non
     return (time.perf_counter() - start) * 1000, resp
 
 
+def uncached(resp: httpx.Response) -> int:
+    """Prompt tokens the backend prefilled (not served from its prefix cache)."""
+    usage = resp.json()["usage"]
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return usage["prompt_tokens"] - cached
+
+
 class Cell:
     """Paired latencies of one cell, ragtrim's CPU and stage time over it. The stage sums
     are read once around the cell (a /metrics render between requests cost more than a
@@ -100,7 +109,8 @@ class Cell:
         direct, resp = timed(self.client, self.urls["direct"], {**body, "cache_salt": "d"})
         ours, mine = timed(self.client, self.urls[self.proxy], {**body, "cache_salt": "r"})
         row = {"direct": direct, "ours": ours, "prompt": resp.json()["usage"]["prompt_tokens"],
-               "decision": mine.headers.get("x-ragtrim-decision", "").split("(")[0]}  # fmt: skip
+               "decision": mine.headers.get("x-ragtrim-decision", "").split("(")[0],
+               "uncached": (uncached(resp), uncached(mine))}  # fmt: skip
         if floor:
             row["floor"] = timed(self.client, self.urls["floor"],
                                  {**body, "cache_salt": "f"}, OFF)[0]  # fmt: skip
@@ -119,6 +129,10 @@ class Cell:
             out["floor_added_ms_p50"] = round(statistics.median(
                 r["floor"] - r["direct"] for r in self.rows), 3)  # fmt: skip
             out["over_floor_ms_p50"] = round(statistics.median(over), 3)
+        out["uncached_tokens_p50"] = {  # what the backend prefilled: a grown form's tail
+            path: statistics.median(r["uncached"][i] for r in self.rows)
+            for i, path in enumerate(("direct", "ragtrim"))
+        }
         decisions = [r["decision"] for r in self.rows]
         out["decisions"] = {d: decisions.count(d) for d in sorted(set(decisions))}
         return out
