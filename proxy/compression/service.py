@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 
 from cache.analysis import DocumentAnalyses
@@ -118,19 +119,24 @@ class CompressionService:
                              rate: float | str | None) -> list[str]:  # fmt: skip
         """The new document texts (`texts` where compressing must not), recorded for the
         prefix cache as what goes upstream."""
-        new_texts = await self._shrink(ctx, texts, question, rate) if rate else texts
+        new_texts, ended = await self._shrink(ctx, texts, question, rate) if rate else (texts, None)
         if self.stable is not None:
             self.stable.record_sent(ctx, new_texts, self.estimate.chars_per_token(ctx.tenant))
+        if ended is not None:  # the after-job work, priced into later decisions (TenantLaws)
+            spent = (time.perf_counter() - ended) * 1000
+            self.gate.observe_finish(spent, self.estimate_tokens(texts, ctx.tenant), ctx.tenant)
         return new_texts
 
-    async def _shrink(self, ctx, texts: list[str], question: str, rate: float) -> list[str]:
-        """The new document texts: compressed, or `texts` where compressing must not."""
+    async def _shrink(self, ctx, texts: list[str], question: str,
+                      rate: float) -> tuple[list[str], float | None]:  # fmt: skip
+        """The new document texts: compressed, or `texts` where compressing must not; and
+        when the job ended (None: no job ran, or its output was not sent)."""
         fits = within_limits(texts, self.limits)
         chosen = await self._judgeable(texts, ctx.tenant) if fits else []
         if not chosen:
             ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
             self.metrics.compress_decisions.labels("skip").inc()
-            return texts
+            return texts, None
         picked = [texts[i] for i in chosen]
         choice = await self._choose(ctx, texts, picked, question, rate)
         if choice.kind in ("original", "form"):  # no job: the prefix cache decided
@@ -138,27 +144,28 @@ class CompressionService:
             self.metrics.compress_decisions.labels(choice.reason.split(":")[0]).inc()
             self.stable.count(choice)  # type: ignore[union-attr]
             if choice.form is None:
-                return texts
+                return texts, None
             ctx.response_headers.update({
                 "x-ragtrim-compressor": self.engine.name,
                 "x-ragtrim-tokens-before": str(choice.form.tokens_before),
                 "x-ragtrim-tokens-after": str(choice.form.tokens_after),
             })  # fmt: skip
-            return list(choice.form.texts)
+            return list(choice.form.texts), None
         outcome = await self._compress(ctx, picked, question, rate, choice)
         if outcome is None:
-            return texts
+            return texts, None
+        ended = time.perf_counter()
         new = merge_verbatim(texts, chosen, outcome.texts)
         if any(t.strip() for t in texts) and not any(t.strip() for t in new):
             self.metrics.compress_failures.labels("emptied").inc()
             ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
-            return texts
+            return texts, None
         if self.stable is not None:
             sizes = (outcome.tokens_before, outcome.tokens_after)
             new, reason = self.stable.settle(ctx, choice, new, question, *sizes)
             if reason:
                 ctx.response_headers["x-ragtrim-decision"] = reason
-        return new
+        return new, ended
 
     async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
                       rate: float) -> Choice:  # fmt: skip

@@ -128,7 +128,8 @@ class StableCompression:
         saved = tokens * per_token * queue_multiplier(self.gate.queue.waiting())
         n = prices.documents
         work = self.gate.work_ms(prices.context_tokens, 0, n, n, prices.in_flight, prices.tenant)
-        cost = work + prices.wait_ms  # a check queues behind other jobs like any job (issue 44)
+        finish = self.gate.finish_ms(prices.context_tokens, prices.tenant)  # settle, growth
+        cost = work + prices.wait_ms + finish  # a check queues like any job (issue 44)
         detail += f",saved={saved:.0f}ms,cost={cost:.0f}ms"
         if prices.wait_ms:
             detail += f",wait={prices.wait_ms:.0f}ms"

@@ -153,6 +153,14 @@ class CostGate:
         spent = max(0.0, spent - (getattr(outcome, "question_ms", None) or 0.0))
         return spent / self.contention(getattr(outcome, "in_flight", 1)), cold_tokens
 
+    def observe_finish(self, ms: float, context_tokens: float, tenant: str = "") -> None:
+        """What a compressing request of `tenant` spent after its job (TenantLaws)."""
+        self.laws.get(tenant).finish.add(ms, context_tokens)
+
+    def finish_ms(self, context_tokens: float, tenant: str = "") -> float:
+        """The price of a compression's after-job work; 0 until measured."""
+        return self.laws.get(tenant).finish.ms(context_tokens) or 0.0
+
     def _observe_seen(self, ms: float, tokens: float, share: float, tenant: str) -> None:
         """A job whose misses were `share` seen: what the unseen part cost at the cold
         per-token rate is taken out, the rest (the job's fixed part included) is the seen
@@ -249,7 +257,7 @@ class CostGate:
         cold = context_tokens * (1 - cached_docs / total_docs) if total_docs else 0
         mix = (context_tokens, cached_docs, seen_docs, total_docs)
         work, fixed = self._work(*mix, in_flight, tenant)
-        cost = work + (wait_ms if cold else 0.0)
+        cost = work + (wait_ms if cold else 0.0) + self.finish_ms(context_tokens, tenant)
         prefill = self.prefill_ms_per_token(tenant)
         if prefill is None:
             if cold == 0:

@@ -11,7 +11,8 @@ against bench.compress_cost or bench.path_cost on the same machine.
 `law`: "calibration" (the proxy's own runs of the calibration workload, at start-up and
 while the gate skips: proxy/compression/recalibration.py), "prior" (the compressor's
 own figure, used until a measurement lands), and, without tenancy, "cold" and "seen"
-(the jobs of the default tenant). Tenants' own laws are not exported: their figures
+(the jobs of the default tenant) and "finish" (its compressions' work after the job,
+proxy/gate/job_cost.py `TenantLaws`). Tenants' own laws are not exported: their figures
 would tell one tenant's traffic to another (issue 44).
 """
 
@@ -35,6 +36,7 @@ class GateLawCollector:
             "calibration": self.gate.calibrated,
             "cold": mine.cold if mine is not None else None,
             "seen": mine.seen if mine is not None else None,
+            "finish": mine.finish if mine is not None else None,
         }
         for name, law in candidates.items():
             if law is not None and law.per_token is not None:
