@@ -1,12 +1,9 @@
 """Store writes nobody waits for, awaited together at shutdown.
 
-Why (issue 43): a request that computed something worth keeping (a memo entry, a stable
-form, a prefix record) waited for the store's write before its answer went upstream.
-With Redis that is a network round trip on the request path for a result the request
-already holds: measured, a follow-up over seen documents cost 0.75 ms more with Redis
-than with the in-process store, about a third of it the memo's write. The write
-changes nothing for this request; a later one that arrives before it lands computes
-again, as on a miss. The stores fail open (cache/store.py), so a write raises nothing.
+Contract: a write spawned here changes nothing for the request that spawned it; a later
+request that arrives before it lands reads a miss (or what the writer keeps in process
+meanwhile, as `ChunkMemo.put_later` does). The stores fail open (cache/store.py), so a
+write raises nothing. Why: docs/decisions/0001-request-path-at-gpu-speed.md.
 """
 
 from __future__ import annotations

@@ -84,8 +84,8 @@ def missing_sentences(form: Sequence[str], fresh: Sequence[str],
     """Per document, the sentences of its `fresh` text the form lacks as sentences (in
     its own form text or its group of added ones), in order, each once. `read`: the
     sentences of a text (a memo of `sentences_of`: cache/analysis.py), the fresh texts'
-    too: a document's selection repeats across questions (over four 16k-token sets and
-    their ~480 questions each, 13 % of the non-empty fresh texts were new, issue 43)."""
+    too: a document's selection repeats across questions
+    (docs/decisions/0001-request-path-at-gpu-speed.md)."""
     if len(form) != len(fresh):
         raise ValueError(f"{len(fresh)} fresh texts for {len(form)} form texts")
     present = _present(form, read)

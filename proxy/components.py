@@ -99,7 +99,7 @@ class Components:
     def warmed(self) -> bool:
         """The compressor's warm-up is over (loaded and measured, or failed), or readiness
         has waited `compression.ready_wait_s` for it: traffic sent before would share
-        the CPU with the load (issue 43)."""
+        the CPU with the load."""
         done = self._warming is not None and self._warming.done()
         return done or time.monotonic() >= self._ready_by
 

@@ -1,13 +1,12 @@
 """A document set's features arranged once for any question: the request part's fixed half.
 
-Why (issue 43): over a seen document set, a follow-up's work is the question's. Yet the
-request part rebuilt, on every turn, arrays that depend on the documents alone: every
-sentence's sum concatenated and normalised, the documents' centroids, the WordPiece
-ids and their owners, the lengths, the span and count lists, the unjudged flags (about
-half of `_signals`' time at 2k context tokens). `prepare` builds them once; the proxy
-keeps the result per (tenant, document set) beside the other analyses
-(cache/analysis.py), so a new question costs its own encoding, two matrix-vector
-products, the BM25 of its few terms, the selection and the splice.
+`prepare` builds, once per document set, every array of the request part that depends on
+the documents alone: the sentences' sums concatenated and normalised, the documents'
+centroids, the WordPiece ids and their owners, the lengths, the span and count lists,
+the unjudged flags. The proxy keeps the result per (tenant, document set) beside the
+other analyses (cache/analysis.py), so a new question costs its own encoding, two
+matrix-vector products, the BM25 of its few terms, the selection and the splice.
+Why: docs/decisions/0001-request-path-at-gpu-speed.md.
 
 Read-only after `prepare`: it is shared between requests and threads.
 """

@@ -62,8 +62,7 @@ class StaticEmbedder:
 
     def tokens(self, text: str) -> Tokens:
         """One text's tokens (a question): `encode`, not a batch of one, whose hand-off
-        to the tokenizer's thread pool cost more than a short text's encoding on a busy
-        machine (issue 43: 0.19 ms of a follow-up's 2.2, sampled in the proxy)."""
+        to the tokenizer's thread pool costs more than a short text's encoding."""
         return _tokens(self.tokenizer.encode(text, add_special_tokens=False))
 
     def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:

@@ -135,7 +135,7 @@ class CompressionSettings(Section):
         description="/readyz answers 503 until the compressor has loaded and been measured, "
         "for at most this long after start (then ready, compressing once loaded); 0 = ready "
         "with a healthy backend alone. Requests that arrived during the load were slowed by "
-        "it (issue 43: 2k-token first turns +6-10 ms p50, +29-114 ms p90, on 2 cores).",
+        "it (2k-token first turns +6-10 ms p50, +29-114 ms p90, on 2 cores).",
     )
     recalibrate_s: float = Field(
         30.0,
