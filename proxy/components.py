@@ -22,10 +22,11 @@ from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
 from proxy.compression.ingest import Ingest
 from proxy.compression.parts import make_compression, make_store
-from proxy.compression.service import CACHE_TELLING, CompressionService
+from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
+from proxy.outcome.render import CACHE_TELLING
 from proxy.prompt.segment import Segmenter
 from proxy.request.admission import Admission
 from proxy.request.forward import Forwarder

@@ -10,11 +10,9 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
     replay            canonicalize stage       feedback (warm-up replay body)
     token_ids         router.prepare           kv_cache scorer (ids vLLM will see; [] = none)
     usage_added       usage stage              usage hook (strip the usage chunk again)
-    response_headers  every stage              headers hook (x-ragtrim-* on the reply)
+    outcome           stages, answer hook      headers hook, telemetry (proxy/outcome/)
     route_match       forwarder                owner hook (the response ids it records)
     cache_plan        compress stage (stable)  prefix-record hook (what was sent where)
-    answer            answer hook              telemetry middleware (access log, span,
-                                               accounting), via the ASGI scope
 
 The forwarder leaves the context in the ASGI scope under SCOPE_KEY, the scope being
 the one object the telemetry middleware and the data plane share per request (as
@@ -33,20 +31,12 @@ from cache.forwarded import Receipt
 from cache.prompt_blocks import Blocks
 from cache.stable_forms import FormKey, StableForm
 from proxy.http.route_table import Match
+from proxy.outcome.request import RequestOutcome
 from proxy.prompt.body import Prompt, prompt_for
 from proxy.prompt.ragtrim_options import RequestOptions
 from proxy.prompt.segment import Segmentation
 
 SCOPE_KEY = "ragtrim.context"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a finished generation taught (proxy/response/hooks.py `taught`) that the
-    telemetry middleware reads: the backend that answered and vLLM's usage."""
-
-    backend: str
-    usage: dict[str, Any] | None
 
 
 @dataclass
@@ -63,10 +53,9 @@ class RequestContext:
     replay: dict[str, Any] | None = None
     token_ids: list[int] | None = None  # None: not prepared (the scorer tokenizes inline)
     usage_added: bool = False
-    response_headers: dict[str, str] = field(default_factory=dict)
+    outcome: RequestOutcome = field(default_factory=RequestOutcome)
     route_match: Match | None = None  # the route table's entry (issue 33)
     cache_plan: CachePlan | None = None  # issue 29: None without cache-aware compression
-    answer: Answer | None = None  # a finished generation's (the answer hook)
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:

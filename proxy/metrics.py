@@ -230,22 +230,18 @@ class Metrics:
     def _tenant_instruments(self, r: CollectorRegistry) -> None:
         """Per tenant (issue 22); the label is bounded to the configured tenants, any
         other name is counted as "other" (proxy/tenancy/accounting.py)."""
-        self.tenant_requests = Counter(
-            "ragtrim_tenant_requests", "Requests answered by a backend, per tenant", ["tenant"],
-            registry=r,
-        )  # fmt: skip
-        self.tenant_prompt_tokens = Counter(
-            "ragtrim_tenant_prompt_tokens", "Prompt tokens sent (vLLM's usage), per tenant",
-            ["tenant"], registry=r,
-        )  # fmt: skip
-        self.tenant_tokens_removed = Counter(
-            "ragtrim_tenant_tokens_removed", "Context tokens compression removed, per tenant",
-            ["tenant"], registry=r,
-        )  # fmt: skip
-        self.tenant_cached_tokens = Counter(
-            "ragtrim_tenant_cached_tokens", "Prompt tokens vLLM served from its prefix cache, "
-            "per tenant", ["tenant"], registry=r,
-        )  # fmt: skip
+
+        def per_tenant(name: str, text: str) -> Counter:
+            return Counter(f"ragtrim_tenant_{name}", f"{text}, per tenant", ["tenant"], registry=r)
+
+        self.tenant_requests = per_tenant("requests", "Requests answered by a backend")
+        self.tenant_prompt_tokens = per_tenant("prompt_tokens", "Prompt tokens sent (vLLM's usage)")
+        self.tenant_tokens_removed = per_tenant("tokens_removed", "Tokens compression removed")
+        self.tenant_cached_tokens = per_tenant("cached_tokens", "Prompt tokens vLLM had cached")
+        self.tenant_computed_tokens = per_tenant(
+            "computed_tokens", "Prompt tokens vLLM prefilled (sent, less its prefix-cache hits)"
+        )
+        self.tenant_completion_tokens = per_tenant("completion_tokens", "Tokens vLLM generated")
         self.quota_refusals = Counter(
             "ragtrim_quota_refusals", "Requests refused with 429 by a tenant's limits",
             ["tenant", "limit"], registry=r,

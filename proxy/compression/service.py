@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cache.analysis import DocumentAnalyses
 from compressors import (
@@ -52,15 +52,13 @@ from proxy.compression.recalibration import Recalibration
 from proxy.compression.stable import Choice, Prices, StableCompression
 from proxy.context import RequestContext
 from proxy.errors import describe_error
-from proxy.gate.decide import CostGate, Decision
+from proxy.gate.decide import CostGate
 from proxy.gate.token_estimate import TokenEstimate, visible_chars
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Decision, Why, failed_open, skip
+from proxy.outcome.request import Compression
 from proxy.settings import CompressionLimitSettings
 
-# What shows a cache hit (the time taken, the memo's hits, the features already seen):
-# the headers hook keeps these from clients when tenancy is on (issue 44).
-CACHE_TELLING = frozenset({"x-ragtrim-compress-ms", "x-ragtrim-cache-hits",
-                           "x-ragtrim-features-seen"})  # fmt: skip
 log = logging.getLogger("ragtrim.compress")
 
 
@@ -134,23 +132,19 @@ class CompressionService:
         fits = within_limits(texts, self.limits)
         chosen = await self._judgeable(texts, ctx.tenant) if fits else []
         if not chosen:
-            ctx.response_headers["x-ragtrim-decision"] = "skip:opaque" if fits else "skip:limits"
-            self.metrics.compress_decisions.labels("skip").inc()
+            self._decided(ctx, skip(Why.OPAQUE if fits else Why.LIMITS))
             return texts, None
         picked = [texts[i] for i in chosen]
         choice = await self._choose(ctx, texts, picked, question, rate)
-        if choice.kind in ("original", "form"):  # no job: the prefix cache decided
-            ctx.response_headers["x-ragtrim-decision"] = choice.reason
-            self.metrics.compress_decisions.labels(choice.reason.split(":")[0]).inc()
+        if choice.decision is not None and choice.kind in ("original", "form"):  # no job
+            self._decided(ctx, choice.decision)  # the prefix cache decided
             self.stable.count(choice)  # type: ignore[union-attr]
-            if choice.form is None:
+            form = choice.form
+            if form is None:
                 return texts, None
-            ctx.response_headers.update({
-                "x-ragtrim-compressor": self.engine.name,
-                "x-ragtrim-tokens-before": str(choice.form.tokens_before),
-                "x-ragtrim-tokens-after": str(choice.form.tokens_after),
-            })  # fmt: skip
-            return list(choice.form.texts), None
+            ctx.outcome.compression = Compression(self.engine.name, form.tokens_before,
+                                                  form.tokens_after)  # fmt: skip
+            return list(form.texts), None
         outcome = await self._compress(ctx, picked, question, rate, choice)
         if outcome is None:
             return texts, None
@@ -158,13 +152,15 @@ class CompressionService:
         new = merge_verbatim(texts, chosen, outcome.texts)
         if any(t.strip() for t in texts) and not any(t.strip() for t in new):
             self.metrics.compress_failures.labels("emptied").inc()
-            ctx.response_headers["x-ragtrim-decision"] = "failed-open:emptied"
+            ctx.outcome.decision, ctx.outcome.compression = failed_open(Why.EMPTIED), None
             return texts, None
         if self.stable is not None:
             sizes = (outcome.tokens_before, outcome.tokens_after)
-            new, reason = self.stable.settle(ctx, choice, new, question, *sizes)
-            if reason:
-                ctx.response_headers["x-ragtrim-decision"] = reason
+            new, settled, after = self.stable.settle(ctx, choice, new, question, *sizes)
+            if settled is not None:
+                ctx.outcome.decision = settled
+            if after is not None and ctx.outcome.compression is not None:  # a form went
+                ctx.outcome.compression = replace(ctx.outcome.compression, tokens_after=after)
         return new, ended
 
     async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
@@ -194,12 +190,11 @@ class CompressionService:
 
     async def _compress(self, ctx, texts: list[str], question: str, rate: float,
                         choice: Choice):  # fmt: skip
-        if choice.kind == "check":  # priced by the stable path: a check over seen documents
-            decision = Decision("compress", rate, choice.reason)
+        if choice.kind == "check" and choice.decision is not None:  # priced by the stable path
+            decision = replace(choice.decision, rate=rate)  # a check over seen documents
         else:
             decision = await self._decide(ctx, texts, question, rate, choice.held)
-        ctx.response_headers["x-ragtrim-decision"] = decision.reason
-        self.metrics.compress_decisions.labels(decision.action).inc()
+        self._decided(ctx, decision)
         if decision.rate is None:
             if decision.for_cost and self.recalibration is not None:
                 self.recalibration.after_skip()
@@ -214,7 +209,7 @@ class CompressionService:
             log.warning("compression failed open (%s): %s", reason,
                         describe_error(exc, self.log_prompts))  # fmt: skip
             self.metrics.compress_failures.labels(reason).inc()
-            ctx.response_headers["x-ragtrim-decision"] = f"failed-open:{reason}"
+            ctx.outcome.decision = failed_open(reason)
             return None
         self._record(ctx, outcome)
         self._learn(ctx.tenant, texts, outcome)
@@ -244,15 +239,16 @@ class CompressionService:
         misses = [t for t, e in zip(texts, found, strict=True) if e is None]
         return await self.engine.seen_documents(misses, tenant) if misses else 0
 
+    def _decided(self, ctx: RequestContext, decision: Decision) -> None:
+        ctx.outcome.decision = decision
+        self.metrics.compress_decisions.labels(decision.action.value).inc()
+
     def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
-        ctx.response_headers.update({
-            "x-ragtrim-compressor": self.engine.name,
-            "x-ragtrim-tokens-before": str(outcome.tokens_before),
-            "x-ragtrim-tokens-after": str(outcome.tokens_after),
-            "x-ragtrim-compress-ms": f"{outcome.ms:.1f}",
-            "x-ragtrim-cache-hits": f"{outcome.hits}/{outcome.hits + outcome.misses}",
-            "x-ragtrim-features-seen": f"{outcome.seen}/{outcome.misses}",  # issue 18
-        })  # fmt: skip
+        ctx.outcome.compression = Compression(
+            self.engine.name, outcome.tokens_before, outcome.tokens_after, outcome.ms,
+            memo_hits=outcome.hits, memo_lookups=outcome.hits + outcome.misses,
+            features_seen=outcome.seen, features_missed=outcome.misses,
+        )  # fmt: skip
         m = self.metrics
         m.compress_tokens.labels("before").inc(outcome.tokens_before)
         m.compress_tokens.labels("after").inc(outcome.tokens_after)
@@ -266,11 +262,11 @@ def _expected(rate: float | str) -> float:
     return AdaptiveBudget().rate if rate == AUTO else rate
 
 
-def _failure_reason(exc: BaseException) -> str:
+def _failure_reason(exc: BaseException) -> Why:
     if isinstance(exc, CompressionBusy):
-        return "busy"
+        return Why.BUSY
     if isinstance(exc, (TimeoutError, DeadlineExceeded)):  # the worker's own deadline
-        return "timeout"
+        return Why.TIMEOUT
     if isinstance(exc, WorkerCrashed):
-        return "crash"
-    return "error"
+        return Why.CRASH
+    return Why.ERROR

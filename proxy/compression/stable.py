@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from cache.analysis import DocumentAnalyses
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
@@ -51,6 +52,7 @@ from proxy.context import CachePlan
 from proxy.gate.decide import CostGate
 from proxy.gate.prefill_law import queue_multiplier
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Action, Decision, Figures, Why
 from proxy.prompt.cache_text import cache_text
 
 
@@ -61,9 +63,18 @@ class Choice:
     and compress as usual, `held` context tokens already cached)."""
 
     kind: str
-    reason: str = ""
+    decision: Decision | None = None  # "original", "form", "check": what it decides
     held: int = 0
     form: StableForm | None = None
+
+
+class Settled(NamedTuple):
+    """What goes after a compression: the texts, and when they are a stored form (as it
+    is or grown) the decision and the form's tokens (None: the compressor's own)."""
+
+    texts: list[str]
+    decision: Decision | None = None
+    tokens_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,61 +122,59 @@ class StableCompression:
         ctx.cache_plan.form_blocks = form_blocks
         form_held = self.view.held(form_blocks)
         uncached, form_uncached = len(text) / cpt - held, len(form_text) / cpt - form_held
-        detail = f"uncached={uncached:.0f},form={form_uncached:.0f}"
+        figures = Figures(uncached=uncached, form=form_uncached)
         if uncached <= form_uncached:
-            return Choice("original", f"skip:cached({detail})")
+            return Choice("original", Decision(Action.SKIP, Why.CACHED, None, figures))
         if form.has_asked(question):  # this very question, checked against this form
-            return Choice("form", f"compress:stable({detail},asked)", form=form)
-        return self._price_check(uncached - form_uncached, detail, form, prices)
+            asked = replace(figures, asked=True)
+            return Choice("form", Decision(Action.COMPRESS, Why.STABLE, None, asked), form=form)
+        return self._price_check(uncached - form_uncached, figures, form, prices)
 
-    def _price_check(self, tokens: float, detail: str, form: StableForm,
+    def _price_check(self, tokens: float, figures: Figures, form: StableForm,
                      prices: Prices) -> Choice:  # fmt: skip
         """The check is a job over seen documents; it runs when the tokens the form
         saves over the client's prompt pay for it."""
         per_token = self.gate.prefill_ms_per_token(prices.tenant)
         if per_token is None:
-            return Choice("check", f"compress:stable({detail})", form=form)
+            return Choice("check", Decision(Action.COMPRESS, Why.STABLE, None, figures), form=form)
         saved = tokens * per_token * queue_multiplier(self.gate.queue.waiting())
         n = prices.documents
         work = self.gate.work_ms(prices.context_tokens, 0, n, n, prices.in_flight, prices.tenant)
         finish = self.gate.finish_ms(prices.context_tokens, prices.tenant)  # settle, growth
         cost = work + prices.wait_ms + finish  # a check queues like any job (issue 44)
-        detail += f",saved={saved:.0f}ms,cost={cost:.0f}ms"
-        if prices.wait_ms:
-            detail += f",wait={prices.wait_ms:.0f}ms"
+        priced = replace(figures, saved_ms=saved, cost_ms=cost, wait_ms=prices.wait_ms)
         if saved <= cost:
-            return Choice("original", f"skip:cached({detail})")
-        return Choice("check", f"compress:stable({detail})", form=form)
+            return Choice("original", Decision(Action.SKIP, Why.CACHED, None, priced))
+        return Choice("check", Decision(Action.COMPRESS, Why.STABLE, None, priced), form=form)
 
     def settle(self, ctx, choice: Choice, fresh: list[str], question: str,
-               before: int, after: int) -> tuple[list[str], str | None]:  # fmt: skip
+               before: int, after: int) -> Settled:  # fmt: skip
         """What to send after a compression for `question` (`fresh`: every document's
-        text), and the reason when it is not the compressor's own: the form, the form
-        grown, or (a first compression) `fresh`, remembered as the form."""
+        text): the form, the form grown, or (a first compression) `fresh`, remembered as
+        the form."""
         plan: CachePlan | None = getattr(ctx, "cache_plan", None)
         if plan is None or plan.key is None:
-            return fresh, None
+            return Settled(fresh)
         form = choice.form
         if form is None:
             self.metrics.stable_choices.labels("first").inc()
             self.writes.spawn(
                 self.forms.remember(plan.key, StableForm(tuple(fresh), before, after), question)
             )
-            return fresh, None
+            return Settled(fresh)
         growth = grow(form.texts, fresh, self._reader(ctx.tenant))
         if not growth.added:
             self.metrics.stable_choices.labels("reused").inc()
             self.writes.spawn(self.forms.reuse(plan.key, form, question))
-            return list(form.texts), choice.reason
+            return Settled(list(form.texts), choice.decision, form.tokens_after)
         self.metrics.stable_choices.labels("grown").inc()
-        reason = choice.reason.replace(
-            "compress:stable", f"compress:stable-grown(+{growth.added})", 1
-        )
+        grown = replace(choice.decision, why=Why.STABLE_GROWN, grown=growth.added)
+        tokens = form.tokens_after + growth.added_chars // 4
         if form.generation < MAX_GENERATIONS:
-            grown = replace(form, texts=growth.texts, generation=form.generation + 1,
-                            tokens_after=form.tokens_after + growth.added_chars // 4)  # fmt: skip
-            self.writes.spawn(self.forms.grow(plan.key, grown, question))
-        return list(growth.texts), reason
+            bigger = replace(form, texts=growth.texts, generation=form.generation + 1,
+                             tokens_after=tokens)  # fmt: skip
+            self.writes.spawn(self.forms.grow(plan.key, bigger, question))
+        return Settled(list(growth.texts), grown, tokens)
 
     def _reader(self, tenant: str) -> Reader:
         """A form text's sentences, read once per text (cache/analysis.py)."""

@@ -61,23 +61,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from proxy.gate.job_cost import MIN_SAMPLE_TOKENS, JobCost, TenantLaws
 from proxy.gate.learning import PerTenant
 from proxy.gate.prefill_law import BackendQueue, LawPool, queue_multiplier
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: str  # "compress" | "skip"
-    rate: float | None
-    reason: str
-
-    @property
-    def for_cost(self) -> bool:
-        """Skipped because the job was priced too dear (what a stale price would cause)."""
-        return self.reason.startswith(("skip:not-worth-it", "skip:over-budget"))
+from proxy.outcome.decision import Decision, Why, compress, skip
 
 
 class CostGate:
@@ -241,9 +229,9 @@ class CostGate:
     def decide_early(self, context_tokens: int, rate: float) -> Decision | None:
         """What needs no memo or feature lookup (the compress stage asks this first)."""
         if self.policy == "always":
-            return Decision("compress", rate, "compress:policy-always")
+            return compress(Why.POLICY_ALWAYS, rate)
         if context_tokens < self.min_context_tokens:
-            return Decision("skip", None, f"skip:short-context({context_tokens})")
+            return skip(Why.SHORT_CONTEXT, context_tokens=context_tokens)
         return None
 
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
@@ -261,23 +249,15 @@ class CostGate:
         prefill = self.prefill_ms_per_token(tenant)
         if prefill is None:
             if cold == 0:
-                return Decision("compress", rate, "compress:warm-cache")
-            return Decision("skip", None, "skip:no-prefill-measurement")
+                return compress(Why.WARM_CACHE, rate)
+            return skip(Why.NO_PREFILL_MEASUREMENT)
         waiting = self.queue.waiting()
         cut = max(0.0, context_tokens * (1 - rate) - held)
         saved = cut * prefill * queue_multiplier(waiting)
-        detail = f"saved={saved:.0f}ms,cost={cost:.0f}ms"
-        if held:
-            detail += f",held={held}"
-        if fixed:
-            detail += f",fixed={fixed:.0f}ms"
-        if waiting:
-            detail += f",queued={waiting:.2g}"
-        if cold and wait_ms:
-            detail += f",wait={wait_ms:.0f}ms"
+        figures = {"saved_ms": saved, "cost_ms": cost, "held": held, "fixed_ms": fixed,
+                   "queued": waiting, "wait_ms": wait_ms if cold else None}  # fmt: skip
         if cost > self.max_added_ms:
-            return Decision("skip", None, f"skip:over-budget({detail})")
+            return skip(Why.OVER_BUDGET, **figures)
         if saved <= cost:
-            why = "cached" if held else "not-worth-it"
-            return Decision("skip", None, f"skip:{why}({detail})")
-        return Decision("compress", rate, f"compress:auto({detail})")
+            return skip(Why.CACHED if held else Why.NOT_WORTH_IT, **figures)
+        return compress(Why.AUTO, rate, **figures)

@@ -6,7 +6,7 @@
   from a whole JSON body, kept only when sane; `x-ragtrim-cached-tokens` on a JSON
   answer; bad usage counted, never raised (issue 23).
 - `HeadersHook`: `x-request-id`, `x-ragtrim-backend` (off by default with tenants)
-  and the `x-ragtrim-*` values the stages set (`ctx.response_headers`).
+  and the request's outcome as `x-ragtrim-*` headers (proxy/outcome/render.py).
 - `TimingHook`: a streamed answer's TTFT and TPOT per backend, from the exchange's
   own chunk times (recorded once, in proxy/upstream/exchange.py).
 - `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
@@ -33,6 +33,7 @@ from proxy.compression.cache_view import CacheView
 from proxy.context import RequestContext
 from proxy.errors import UpstreamError
 from proxy.metrics import Metrics
+from proxy.outcome import render
 from proxy.response.ids import ResponseIdTap, body_id
 from proxy.response.usage_tap import (
     MessagesUsageTap,
@@ -85,7 +86,7 @@ class UsageHook:
             if raw is not None and ex.counted:  # ignored, counted: never a 500
                 self.metrics.upstream_bad_usage.labels(ex.url).inc()
             return []
-        return [(b"x-ragtrim-cached-tokens", str(cached_tokens(ex.usage)).encode())]
+        return [(render.CACHED_TOKENS.encode(), str(cached_tokens(ex.usage)).encode())]
 
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
         """A stream's usage, once it is over: kept when it ended well; its bad usage
@@ -102,10 +103,10 @@ class UsageHook:
 
 
 class HeadersHook:
-    """The one place the stages' x-ragtrim-* values leave for the client. `hidden`: the
-    names never sent (with tenancy on, those that show a cache hit by its time or
+    """The one place the request's outcome leaves for the client as headers. `hidden`:
+    the names never sent (with tenancy on, those that show a cache hit by its time or
     count: a tenant must not learn what another sent); the access log and spans still
-    read them from `ctx.response_headers`."""
+    read the typed outcome."""
 
     def __init__(self, show_backend: bool, hidden: frozenset[str]):
         self.show_backend = show_backend  # tenancy.backend_header
@@ -114,8 +115,8 @@ class HeadersHook:
     def headers(self, ctx: RequestContext, ex: Exchange) -> RawHeaders:
         out = [(b"x-request-id", ctx.request_id.encode("latin-1"))]
         if self.show_backend:
-            out.append((b"x-ragtrim-backend", ex.url.encode("latin-1")))
-        for name, value in ctx.response_headers.items():
+            out.append((render.BACKEND.encode(), ex.url.encode("latin-1")))
+        for name, value in render.headers(ctx.outcome).items():
             if name not in self.hidden:
                 out.append((name.encode("latin-1"), value.encode("latin-1")))
         return out

@@ -54,4 +54,4 @@ class CanonicalizeStage:
         model = ctx.model or ""  # a body may name none (issue 31): vLLM's served model
         ctx.prefix_key = prefix_key(model, result.static_prefix, result.tools_json, salt)
         ctx.replay = ctx.prompt.replay(result.static_end)
-        ctx.response_headers["x-ragtrim-prefix-key"] = ctx.prefix_key[:16]
+        ctx.outcome.prefix_key = ctx.prefix_key

@@ -45,7 +45,7 @@ class QuotaStage:
         asked = ctx.requests
         verdict = self.judged(ctx, await self.limiter.admit(ctx.tenant, size.tokens, True, asked))
         if verdict is not None:
-            ctx.response_headers.update(verdict.headers())
+            ctx.outcome.quota = verdict
 
     async def size(self, ctx: RequestContext) -> PromptSize:
         if len(ctx.raw) > self.offload_bytes:

@@ -45,7 +45,7 @@ class SegmentStage:
             seg = ctx.prompt.segment(self.segmenter, field)
         if seg is not None:
             ctx.segmentation = capped_question(seg, self.max_question_chars)
-            ctx.response_headers["x-ragtrim-template"] = seg.template
+            ctx.outcome.template = seg.template
 
 
 def capped_question(seg: Segmentation, cap: int) -> Segmentation:

@@ -29,6 +29,8 @@ from typing import Any
 import orjson
 
 from proxy.http.capped import UNMATCHED, capped_all, route_name
+from proxy.outcome import render
+from proxy.outcome.request import RequestOutcome
 from proxy.settings import TelemetrySettings
 from proxy.telemetry.record import RequestRecord
 
@@ -48,16 +50,13 @@ def access_logger() -> logging.Logger:
     return logger
 
 
-def _int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() else None
-
-
 def line_of(scope: dict[str, Any], record: RequestRecord, log_prompts: bool) -> dict[str, Any]:
     now = time.perf_counter()
     ctx = record.ctx
-    h = {**(ctx.response_headers if ctx else {}), **record.headers}
-    details = (record.usage or {}).get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens", _int(h.get("x-ragtrim-cached-tokens")))
+    h = record.headers  # the response's, as the client got them
+    outcome = ctx.outcome if ctx else RequestOutcome()
+    squeezed, usage = outcome.compression, record.usage
+    cached = usage.cached_tokens if usage is not None and usage.cached_reported else None
     ttft = (record.first_byte - record.started) * 1000 if record.first_byte else None
     line = {
         "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -67,12 +66,12 @@ def line_of(scope: dict[str, Any], record: RequestRecord, log_prompts: bool) -> 
         "route": _route(scope),
         "path": scope.get("path"),
         "model": ctx.model if ctx else None,
-        "template": h.get("x-ragtrim-template"),
-        "decision": h.get("x-ragtrim-decision"),
-        "tokens_before": _int(h.get("x-ragtrim-tokens-before")),
-        "tokens_after": _int(h.get("x-ragtrim-tokens-after")),
+        "template": outcome.template,
+        "decision": outcome.decision.reason if outcome.decision else None,
+        "tokens_before": squeezed.tokens_before if squeezed else None,
+        "tokens_after": squeezed.tokens_after if squeezed else None,
         "cached_tokens": cached,
-        "backend": record.backend or h.get("x-ragtrim-backend"),
+        "backend": record.backend or h.get(render.BACKEND),  # an error's: no answer
         "status": record.status,
         "stream": ctx.stream if ctx else None,
         "ttft_ms": round(ttft, 2) if ttft is not None else None,

@@ -31,7 +31,8 @@ from proxy.metrics import Metrics
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.record import RequestRecord
 from proxy.telemetry.tracing import Tracing
-from proxy.tenancy.accounting import Accounting, counts_of
+from proxy.tenancy.accounting import Accounting
+from proxy.tenancy.ledger import entry_of
 
 log = logging.getLogger("ragtrim.telemetry")
 UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})  # probes and scrapes: no trace
@@ -100,8 +101,9 @@ class TelemetryMiddleware:
             return
         assert record.ctx is not None
         try:
-            counts = counts_of(record.ctx.response_headers, record.usage, record.ctx.requests)
-            await self.accounting.record(record.ctx.tenant, counts)
+            ctx = record.ctx
+            await self.accounting.record(ctx.tenant, entry_of(ctx.outcome, ctx.requests),
+                                         ctx.model or "")  # fmt: skip
         except Exception as exc:  # noqa: BLE001 - accounting fails open, counted
             log.warning("accounting failed open: %s", type(exc).__name__)
             self.metrics.stage_failures.labels("accounting").inc()
@@ -118,4 +120,17 @@ def _described(record: RequestRecord) -> dict[str, object]:
         out["gen_ai.request.model"] = ctx.model
     if record.backend:
         out["ragtrim.backend"] = record.backend
+    if record.answered:
+        out |= usage_attributes(entry_of(ctx.outcome, ctx.requests))
     return out
+
+
+def usage_attributes(entry: dict[str, int]) -> dict[str, object]:
+    """The ledger's entry as OpenTelemetry GenAI usage attributes (the cache-read one
+    is part of input_tokens, as the conventions say) and ragtrim's own."""
+    return {"gen_ai.usage.input_tokens": entry["prompt_tokens"],
+            "gen_ai.usage.output_tokens": entry["completion_tokens"],
+            "gen_ai.usage.cache_read.input_tokens": entry["cached_tokens"],
+            "ragtrim.usage.computed_tokens": entry["computed_tokens"],
+            "ragtrim.usage.removed_tokens": entry["tokens_removed"],
+            "ragtrim.usage.client_tokens": entry["client_tokens"]}  # fmt: skip

@@ -4,7 +4,7 @@ The middleware (proxy/telemetry/middleware.py) creates it when a request arrives
 fills it from what it sees pass (the status, the response headers, the first body
 byte). The forwarder leaves the request's context in the ASGI scope
 (proxy/context.py SCOPE_KEY); `AnswerHook` writes what a finished generation taught
-into the context (`ctx.answer`). Once the app returns, the middleware takes the
+into the request's outcome (`ctx.outcome.answer`). Once the app returns, the middleware takes the
 context from the scope and reads the record once: for the access log, the server
 span and accounting. Everything travels in objects handed along, nothing from afar
 (issue 32: this record used to ride in a ContextVar that the pipeline and a hook
@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.context import SCOPE_KEY, Answer, RequestContext
+from proxy.context import SCOPE_KEY, RequestContext
+from proxy.outcome.request import Answer, Usage
 from proxy.response.hooks import taught
 from proxy.response.usage_tap import sane_usage, usage_from_chunks
 
@@ -36,14 +37,14 @@ class RequestRecord:
 
     @property
     def answer(self) -> Answer | None:
-        return self.ctx.answer if self.ctx is not None else None
+        return self.ctx.outcome.answer if self.ctx is not None else None
 
     @property
     def backend(self) -> str | None:
         return self.answer.backend if self.answer is not None else None
 
     @property
-    def usage(self) -> dict[str, Any] | None:
+    def usage(self) -> Usage | None:
         return self.answer.usage if self.answer is not None else None
 
     @property
@@ -70,9 +71,9 @@ class AnswerHook:
         learned = taught(ctx, ex, error)
         if learned is not None:
             usage, _ttft = learned
-            ctx.answer = Answer(ex.url, usage)
+            ctx.outcome.answer = Answer(ex.url, Usage.of(usage), usage)
         elif error is None and _metered_pass_through(ctx):
-            ctx.answer = Answer(ex.url, ex.usage)
+            ctx.outcome.answer = Answer(ex.url, Usage.of(ex.usage), ex.usage)
 
 
 def _metered_pass_through(ctx: RequestContext) -> bool:

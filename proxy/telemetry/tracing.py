@@ -18,9 +18,10 @@ What OpenTelemetry does keep globally is its *current context*, a ContextVar, wh
 `start_as_current_span` sets for the duration of a span: that is how a stage's span
 finds the server span as its parent across the awaits in between.
 
-Attributes never carry prompt text: the stage spans copy the x-ragtrim-* values a
-stage set (template names, decisions, counts), the server span the route, the model
-and the tenant. Off (the default), none of this is imported or called.
+Attributes never carry prompt text: the stage spans copy what a stage added to the
+request's outcome (template names, decisions, counts: proxy/outcome/render.py), the
+server span the route, the model, the tenant and the ledger's usage. Off (the
+default), none of this is imported or called.
 
 Bounded (issue 33, proxy/http/capped.py): the server span is named from the
 route table (`POST /v1/responses/{id}`, `GET unmatched`), never the raw path; every
@@ -38,6 +39,7 @@ from typing import Any
 
 from proxy.context import RequestContext
 from proxy.http.capped import capped, capped_all, method_name, route_name
+from proxy.outcome import render
 from proxy.settings import TelemetrySettings, TracingSettings
 
 log = logging.getLogger("ragtrim.tracing")
@@ -80,11 +82,11 @@ class Tracing:
 
     async def run_stage(self, stage: Any, ctx: RequestContext) -> None:
         """Run a pipeline stage and record it as a span, written once it is over (no
-        stage makes spans of its own): the x-ragtrim-* values it set become attributes
+        stage makes spans of its own): what it added to the outcome becomes attributes
         (ragtrim.decision, ragtrim.tokens-before, ...). A stage that did nothing (set
         nothing, raised nothing, took under SLOW_STAGE_NS: no documents to segment or
         compress) leaves no span: spans cost CPU to make and export, ≈ 45 µs each."""
-        before = dict(ctx.response_headers)
+        before = render.attributes(ctx.outcome)
         start, error = time.time_ns(), None
         try:
             await stage(ctx)
@@ -93,14 +95,15 @@ class Tracing:
             raise
         finally:
             end = time.time_ns()
-            changed = {k: v for k, v in ctx.response_headers.items() if before.get(k) != v}
+            now = render.attributes(ctx.outcome)
+            changed = {k: v for k, v in now.items() if before.get(k) != v}
             if changed or error is not None or end - start >= SLOW_STAGE_NS:
                 self._stage_span(stage.name, start, end, changed, error)
 
-    def _stage_span(self, name: str, start: int, end: int, changed: dict[str, str],
+    def _stage_span(self, name: str, start: int, end: int, changed: dict[str, Any],
                     error: BaseException | None) -> None:  # fmt: skip
         span = self.tracer.start_span(f"ragtrim.{name}", start_time=start)
-        self.describe(span, {_attribute(header): value for header, value in changed.items()})
+        self.describe(span, changed)
         if error is not None:
             self.record_error(span, error)
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
@@ -120,10 +123,6 @@ class Tracing:
     def shutdown(self) -> None:
         """Flush what is buffered, then stop the exporter (on app shutdown)."""
         self.provider.shutdown()
-
-
-def _attribute(header: str) -> str:
-    return "ragtrim." + header.removeprefix("x-ragtrim-").replace("x-ratelimit-", "ratelimit.")
 
 
 def build_tracing(settings: TracingSettings, telemetry: TelemetrySettings) -> Tracing | None:

@@ -6,9 +6,9 @@ TTL so old periods go away by themselves):
     usage:{tenant}:day:2026-12-01     expires after 3 days
     usage:{tenant}:month:2026-12      expires after 62 days
 
-fields: requests, prompt_tokens (vLLM's usage: what the model was sent), tokens_before
-and tokens_after (the context, around compression: the x-ragtrim-tokens-* headers),
-tokens_removed (before − after) and cached_tokens (vLLM's prefix-cache hits). Periods
+fields: the ledger's (proxy/tenancy/ledger.py: client, sent, removed, cached, computed and
+completion tokens, the context before and after compression), and each again per
+model as `model:{name}:{field}`. Periods
 are UTC. Every replica adds to the same hashes (HINCRBYFLOAT is atomic), through the
 ledger's own connections with a budget of redis.accounting_timeout_s: the writes run
 after the answer's last byte, and with the cache's 0.1 s a stall of a busy machine
@@ -36,12 +36,11 @@ from typing import Any
 from cache.store import KVStore
 from proxy.metrics import Metrics
 from proxy.settings import AccountingSettings, TenancySettings
+from proxy.tenancy.ledger import split_models, with_model
 
 ALL_TENANTS = "all"  # the label of every tenant while per-tenant labels are off
 DAY_TTL_S = 3 * 24 * 3600
 MONTH_TTL_S = 62 * 24 * 3600
-FIELDS = ("requests", "prompt_tokens", "tokens_before", "tokens_after", "tokens_removed",
-          "cached_tokens")  # fmt: skip
 
 
 def known_tenants(tenancy: TenancySettings) -> frozenset[str]:
@@ -71,24 +70,6 @@ def periods(now: float) -> dict[str, tuple[str, float]]:
             "month": (f"month:{day:%Y-%m}", MONTH_TTL_S)}  # fmt: skip
 
 
-def counts_of(headers: dict[str, str], usage: dict[str, Any] | None,
-              requests: int = 1) -> dict[str, float]:  # fmt: skip
-    """One answered body's increments, from its x-ragtrim-* headers and vLLM's usage;
-    `requests`: what the body counts as (a batch: its conversations, issue 44)."""
-    before = int(headers.get("x-ragtrim-tokens-before") or 0)
-    after = int(headers.get("x-ragtrim-tokens-after") or before)
-    usage = usage or {}
-    details = usage.get("prompt_tokens_details") or {}
-    return {
-        "requests": requests,
-        "prompt_tokens": int(usage.get("prompt_tokens") or 0),
-        "tokens_before": before,
-        "tokens_after": after,
-        "tokens_removed": before - after,
-        "cached_tokens": int(details.get("cached_tokens") or 0),
-    }
-
-
 class Accounting:
     def __init__(self, store: KVStore, settings: AccountingSettings, tenancy: TenancySettings,
                  metrics: Metrics, clock: Callable[[], float] = time.time,
@@ -100,23 +81,27 @@ class Accounting:
         self.known = labelled_tenants(tenancy)  # for metric labels only
         self.clock = clock
 
-    async def record(self, tenant: str, counts: dict[str, float]) -> None:
+    async def record(self, tenant: str, entry: dict[str, int], model: str = "") -> None:
+        """Add one answered request's ledger entry (proxy/tenancy/ledger.py `entry_of`)."""
         label = tenant_label(tenant, self.known)
         m = self.metrics
-        m.tenant_requests.labels(label).inc(counts["requests"])
-        m.tenant_prompt_tokens.labels(label).inc(counts["prompt_tokens"])
-        m.tenant_tokens_removed.labels(label).inc(max(counts["tokens_removed"], 0))
-        m.tenant_cached_tokens.labels(label).inc(counts["cached_tokens"])
+        m.tenant_requests.labels(label).inc(entry["requests"])
+        m.tenant_prompt_tokens.labels(label).inc(entry["prompt_tokens"])
+        m.tenant_tokens_removed.labels(label).inc(entry["tokens_removed"])
+        m.tenant_cached_tokens.labels(label).inc(entry["cached_tokens"])
+        m.tenant_computed_tokens.labels(label).inc(entry["computed_tokens"])
+        m.tenant_completion_tokens.labels(label).inc(entry["completion_tokens"])
+        fields = with_model(entry, model) if model else entry
         for part, ttl in periods(self.clock()).values():
-            await self.store.hincr(f"usage:{tenant}:{part}", counts, ttl)
+            await self.store.hincr(f"usage:{tenant}:{part}", fields, ttl)
 
     async def totals(self, tenant: str) -> dict[str, Any]:
         """Today's and this month's totals for one tenant, with their costs."""
         out: dict[str, Any] = {"tenant": tenant}
         for name, (part, _) in periods(self.clock()).items():
             raw = await self.store.hgetall(f"usage:{tenant}:{part}")
-            totals = {f: int(float(raw.get(f, 0))) for f in FIELDS}
-            out[name] = totals | self._costs(totals)
+            totals, models = split_models(raw)
+            out[name] = totals | self._costs(totals) | {"models": models}
         return out
 
     def _costs(self, totals: dict[str, int]) -> dict[str, Any]:

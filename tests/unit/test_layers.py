@@ -67,6 +67,7 @@ LAYERS = [
     "__main__", "cli", "server", "components", "request", "telemetry", "integrations",
     "response", "stages", "routing", "compression", "backends", "context", "http",
     "tenancy", "upstream", "settings", "config", "prompt", "errors", "metrics", "gate",
+    "outcome",
 ]  # fmt: skip
 TOP_LEVEL = {"__init__", "__main__", "cli", "components", "context", "errors", "metrics",
              "settings"}  # fmt: skip

@@ -89,3 +89,18 @@ def test_rag_request_through_litellm_is_compressed(stream, litellm, proxy, vllm_
         "tokens_after": after, "vllm_prompt_tokens_direct": direct_tokens,
         "vllm_prompt_tokens": prompt_tokens, "streamed": stream,
     })  # fmt: skip
+
+
+def test_cached_tokens_pass_through_litellm_untouched(litellm, proxy, vllm_tiny):
+    """The ledger's cached tokens reach a client behind LiteLLM (LiteLLM #22984 dropped
+    vLLM's count on some paths): the same RAG request twice, the second one's
+    `prompt_tokens_details.cached_tokens` is vLLM's, as ragtrim counted it."""
+    body = _body(vllm_tiny.model)
+    wire = Wire(f"{litellm.base_url}/v1", vllm_tiny.model)
+    client = openai.OpenAI(base_url=wire.base_url, api_key=litellm.key,
+                           http_client=wire.client(), max_retries=0)  # fmt: skip
+    client.chat.completions.create(**body)
+    again = client.chat.completions.create(**body)
+    cached = again.usage.prompt_tokens_details.cached_tokens
+    assert cached and cached > 0, again.usage
+    assert cached == int(wire.calls[-1][1][f"{PROVIDER}x-ragtrim-cached-tokens"])

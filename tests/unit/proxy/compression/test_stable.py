@@ -12,6 +12,7 @@ from proxy.compression.stable import Prices, StableCompression
 from proxy.context import RequestContext
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Why
 from proxy.prompt.segment import Segmenter
 
 BACKEND = "http://b1"
@@ -69,7 +70,7 @@ async def test_a_follow_up_over_documents_cached_as_sent_is_not_recompressed():
     assert choice.kind == "fresh" and choice.held >= prices().context_tokens * 0.9
     decision = stable.gate.decide(context_tokens=prices().context_tokens, cached_docs=0,
                                   total_docs=3, rate=0.5, held=choice.held)  # fmt: skip
-    assert decision.action == "skip" and decision.reason.startswith("skip:cached(")
+    assert decision.action == "skip" and decision.why is Why.CACHED
 
 
 async def test_the_clients_prompt_goes_when_it_is_cached_and_a_form_is_not():
@@ -81,7 +82,7 @@ async def test_the_clients_prompt_goes_when_it_is_cached_and_a_form_is_not():
     await send(stable, first)  # the original is held, the form never went
     follow = ctx_for("Which fact is number two?")
     choice = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, prices())
-    assert choice.kind == "original" and choice.reason.startswith("skip:cached(")
+    assert choice.kind == "original" and choice.decision.why is Why.CACHED
 
 
 async def test_tenant_as_record_never_prices_tenant_bs_request():
@@ -118,11 +119,11 @@ async def test_a_question_sharing_a_long_preamble_with_an_asked_one_is_checked()
     again = ctx_for(PREAMBLE + "Which fact is number one?")
     same = await stable.choose(again, again.segmentation.texts,
                                PREAMBLE + "Which fact is number one?", 0.5, prices())  # fmt: skip
-    assert same.kind == "form" and same.reason.endswith(",asked)")
+    assert same.kind == "form" and same.decision.figures.asked
     follow = ctx_for(PREAMBLE + "Which fact is number two?")
     other = await stable.choose(follow, follow.segmentation.texts,
                                 PREAMBLE + "Which fact is number two?", 0.5, prices())  # fmt: skip
-    assert other.kind == "check" and "asked" not in other.reason
+    assert other.kind == "check" and not other.decision.figures.asked
 
 
 async def test_a_check_is_priced_with_the_compression_queues_wait():
@@ -137,4 +138,4 @@ async def test_a_check_is_priced_with_the_compression_queues_wait():
     assert idle.kind == "check"
     queued = Prices("a", 4.0, sum(map(len, DOCS)) // 4, len(DOCS), 1, wait_ms=1e6)
     busy = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, queued)
-    assert busy.kind == "original" and ",wait=1000000ms" in busy.reason
+    assert busy.kind == "original" and busy.decision.figures.wait_ms == 1e6

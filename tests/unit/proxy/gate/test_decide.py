@@ -7,6 +7,7 @@ import pytest
 from proxy.backends.endpoint import EndpointPool
 from proxy.gate.decide import CostGate
 from proxy.gate.prefill_law import PrefillLaw
+from proxy.outcome.decision import Why
 
 
 def gate(**kw) -> CostGate:
@@ -34,7 +35,7 @@ def test_fast_backend_skips():
     g = gate()
     feed_prefill(g, 0.03)  # an H100: 30 ms per 1k tokens
     d = decide(g)
-    assert d.action == "skip" and d.reason.startswith("skip:not-worth-it")
+    assert d.action == "skip" and d.why is Why.NOT_WORTH_IT
 
 
 def test_slow_backend_compresses():
@@ -52,8 +53,8 @@ def test_warm_cache_compresses_even_on_a_fast_backend():
 
 def test_no_measurement_yet_compresses_only_when_warm():
     g = gate()
-    assert decide(g).reason == "skip:no-prefill-measurement"
-    assert decide(g, cached=4).reason == "compress:warm-cache"
+    assert decide(g).why is Why.NO_PREFILL_MEASUREMENT
+    assert decide(g, cached=4).why is Why.WARM_CACHE
 
 
 def test_measured_compressor_cost_replaces_the_prior():
@@ -90,11 +91,11 @@ def test_max_added_ms_caps_cold_compression():
     g = gate(max_added_ms=100)
     feed_prefill(g, 3.4)
     d = decide(g, tokens=3000)  # 3000 × 0.12 = 360 ms of compression
-    assert d.action == "skip" and d.reason.startswith("skip:over-budget")
+    assert d.action == "skip" and d.why is Why.OVER_BUDGET
 
 
 def test_short_context_and_policies():
-    assert decide(gate(), tokens=100).reason.startswith("skip:short-context")
+    assert decide(gate(), tokens=100).why is Why.SHORT_CONTEXT
     assert decide(gate(policy="always"), tokens=10).action == "compress"
 
 
@@ -143,7 +144,7 @@ def test_queue_wait_counts_into_the_cost():
     feed_prefill(g, 0.5)  # saves 2000 × 0.67 × 0.5 = 670 ms; compression 240 ms
     assert decide(g).action == "compress"
     d = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.33, wait_ms=500)
-    assert d.reason.startswith("skip:not-worth-it") and "wait=500ms" in d.reason
+    assert d.why is Why.NOT_WORTH_IT and d.figures.wait_ms == 500
     warm = g.decide(context_tokens=2000, cached_docs=4, total_docs=4, rate=0.33,
                     wait_ms=500)  # fmt: skip
     assert warm.action == "compress"  # every document memoized: no worker, no wait

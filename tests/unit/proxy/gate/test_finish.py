@@ -2,13 +2,11 @@
 stored form's settling and growth, the blocks of what is sent. Learned per tenant from
 what compressing requests spent (CompressionService.decide_and_run), added to the cost."""
 
-import re
-
 from tests.unit.proxy.gate.test_seen import gate
 
 
 def cost_of(decision) -> float:
-    return float(re.search(r"cost=(\d+)ms", decision.reason).group(1))
+    return round(decision.figures.cost_ms)
 
 
 def test_a_measured_finish_is_added_to_the_cost_for_its_tenant_only():
@@ -46,12 +44,13 @@ def test_a_compressing_request_teaches_its_finish():
     from proxy.compression.service import CompressionService
     from proxy.gate.decide import CostGate
     from proxy.metrics import Metrics
+    from proxy.outcome.request import RequestOutcome
     from proxy.settings import CompressionLimitSettings
     from tests.support.compressor_doubles import HalfWords
 
     class Ctx:
         tenant = "acme"
-        response_headers: dict = {}
+        outcome = RequestOutcome()
 
     engine = CompressionEngine(HalfWords(), ChunkMemo(MemoryStore()), timeout=5, workers=1)
     g = CostGate("always", prior_ms_per_1k=10.0, min_context_tokens=0, max_added_ms=1e4,

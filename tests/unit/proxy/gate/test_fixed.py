@@ -45,9 +45,9 @@ def test_a_small_context_skips_a_big_one_compresses():
         pytest.approx(0.003)
     )
     small = decide(g, 550)  # saves 550 × 0.67 × 0.03 ≈ 11 ms, costs 12 + 1.65
-    assert small.action == "skip" and "fixed=12ms" in small.reason, small.reason
+    assert small.action == "skip" and round(small.figures.fixed_ms) == 12, small
     big = decide(g, 3000)  # saves ≈ 60 ms, costs 21
-    assert big.action == "compress" and "fixed=12ms" in big.reason, big.reason
+    assert big.action == "compress" and round(big.figures.fixed_ms) == 12, big
 
 
 def test_what_a_job_added_is_learned_not_only_its_worker_time():
@@ -66,8 +66,8 @@ def test_fixed_part_is_scaled_by_contention_and_absent_without_a_job():
         pytest.approx(36)
     )
     assert g.work_ms(2000, 4, 0, 4) == 0.0  # all in the memo: no job, no fixed part
-    assert "fixed" not in g.decide(context_tokens=2000, cached_docs=4, total_docs=4,
-                                   rate=0.33).reason  # fmt: skip
+    assert not g.decide(context_tokens=2000, cached_docs=4, total_docs=4,
+                        rate=0.33).figures.fixed_ms  # fmt: skip
 
 
 def test_seen_jobs_learn_their_own_fixed_part_and_never_cost_more_than_cold():

@@ -28,6 +28,8 @@ from proxy.backends.endpoint import EndpointPool
 from proxy.compression.parts import make_engine, make_gate
 from proxy.compression.service import CompressionService
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Decision, Why
+from proxy.outcome.request import RequestOutcome
 from proxy.response.feedback import Feedback
 from proxy.settings import Settings
 
@@ -52,7 +54,7 @@ class Ctx:
     prefix_key = None
 
     def __init__(self, tenant: str):
-        self.tenant, self.response_headers = tenant, {}
+        self.tenant, self.outcome = tenant, RequestOutcome()
 
 
 class Proxy:
@@ -69,10 +71,10 @@ class Proxy:
         self.stage = CompressionService(self.engine, self.gate, metrics, False, c.limits)
         self.feedback = Feedback(metrics, self.gate, None, self.pool)
 
-    async def send(self, tenant: str, docs: list[str], question: str = QUESTION) -> str:
+    async def send(self, tenant: str, docs: list[str], question: str = QUESTION) -> Decision:
         ctx = Ctx(tenant)
         await self.stage._shrink(ctx, docs, question, RATE)
-        return ctx.response_headers["x-ragtrim-decision"]
+        return ctx.outcome.decision
 
     def vllm_metrics(self, ms_per_token: float) -> None:
         """Samples from the backend's own prefill metrics (proxy/backends/scrape.py)."""
@@ -84,7 +86,7 @@ class Proxy:
         self.feedback.observe(Ctx(tenant), BACKEND, {"prompt_tokens": tokens}, ttft_ms)
 
 
-def victim_decision(attack=None, *, victim: str = "globex", setup=None) -> str:
+def victim_decision(attack=None, *, victim: str = "globex", setup=None) -> Decision:
     """B's decision on a fresh proxy, after `attack(proxy)` when given."""
 
     async def run() -> str:
@@ -117,8 +119,8 @@ def test_padded_documents_ingested_then_named_leave_b_as_it_was(pad):
             await proxy.send("acme", docs)
 
     baseline = victim_decision()
-    assert baseline.startswith("compress:auto"), baseline
-    assert victim_decision(attack) == baseline
+    assert baseline.why is Why.AUTO, baseline
+    assert victim_decision(attack).reason == baseline.reason
 
 
 def test_fresh_padded_documents_leave_b_as_it_was():
@@ -126,7 +128,7 @@ def test_fresh_padded_documents_leave_b_as_it_was():
         for i in range(40):  # every request new documents: misses, counted by the compressor
             await proxy.send("acme", padded(" ", salt=f"r{i}-"))
 
-    assert victim_decision(attack) == victim_decision()
+    assert victim_decision(attack).reason == victim_decision().reason
 
 
 def giant_questions(n: int = 10, chars: int = 200_000):
@@ -143,7 +145,7 @@ def giant_questions(n: int = 10, chars: int = 200_000):
 
 def test_giant_questions_leave_b_as_it_was():
     baseline = victim_decision()
-    assert victim_decision(giant_questions()) == baseline
+    assert victim_decision(giant_questions()).reason == baseline.reason
 
 
 def test_giant_questions_teach_no_fixed_cost_within_one_tenant():
@@ -151,7 +153,7 @@ def test_giant_questions_teach_no_fixed_cost_within_one_tenant():
     is timed apart (compressors/base.py `question_ms`): B still compresses."""
     baseline = victim_decision(victim="acme")
     after = victim_decision(giant_questions(), victim="acme")
-    assert baseline.startswith("compress:auto") and after.startswith("compress:auto"), after
+    assert baseline.why is after.why is Why.AUTO, after
 
 
 def fast_gpu(proxy: Proxy) -> None:
@@ -170,8 +172,8 @@ def test_inflated_ttfts_leave_b_as_it_was_on_a_backend_with_metrics():
         queued_streams(proxy)
 
     baseline = victim_decision(setup=fast_gpu)
-    assert baseline.startswith("skip:not-worth-it"), baseline
-    assert victim_decision(attack, setup=fast_gpu) == baseline
+    assert baseline.why is Why.NOT_WORTH_IT, baseline
+    assert victim_decision(attack, setup=fast_gpu).reason == baseline.reason
 
 
 def test_inflated_ttfts_leave_b_as_it_was_on_a_backend_without_metrics():
@@ -183,8 +185,8 @@ def test_inflated_ttfts_leave_b_as_it_was_on_a_backend_without_metrics():
         queued_streams(proxy)
 
     baseline = victim_decision(setup=own_streams)
-    assert baseline.startswith("skip:not-worth-it"), baseline
-    assert victim_decision(attack, setup=own_streams) == baseline
+    assert baseline.why is Why.NOT_WORTH_IT, baseline
+    assert victim_decision(attack, setup=own_streams).reason == baseline.reason
 
 
 class Clock:

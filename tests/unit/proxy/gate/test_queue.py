@@ -9,6 +9,7 @@ import httpx
 from proxy.backends.endpoint import EndpointPool
 from proxy.gate.decide import CostGate
 from proxy.gate.prefill_law import BackendQueue, queue_multiplier
+from proxy.outcome.decision import Why
 from tests.doubles.prefill_sim import PrefillSim
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.compressor_doubles import HalfWords
@@ -30,10 +31,10 @@ def decide(g: CostGate):
 
 def test_idle_gpu_skips_and_a_queue_makes_the_same_compression_pay():
     g = gate()  # saves 1000 × 0.03 = 30 ms, costs 2000 × 0.02 = 40 ms
-    assert decide(g).reason.startswith("skip:not-worth-it")
+    assert decide(g).why is Why.NOT_WORTH_IT
     g.pool.get("b").observe_queue(waiting=3, running=12)  # 4 prefills' worth: 120 ms saved
     d = decide(g)
-    assert d.action == "compress" and "queued=3" in d.reason, d.reason
+    assert d.action == "compress" and round(d.figures.queued) == 3, d
     g.pool.get("b").observe_queue(waiting=0, running=12)  # one reading: the mean still says 1.5
     assert decide(g).action == "compress"
     for _ in range(3):  # drained (the window's 4 readings all 0): one request's saving
@@ -50,7 +51,7 @@ def test_a_saturated_ragtrim_cpu_outweighs_a_backend_queue():
     g.pool.get("b").observe_queue(waiting=1, running=4)  # 60 ms saved vs 40 ms of work: pays
     assert g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5).action == "compress"
     busy = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.5, in_flight=8)
-    assert busy.reason.startswith("skip:not-worth-it"), busy.reason  # 160 ms of work
+    assert busy.why is Why.NOT_WORTH_IT, busy  # 160 ms of work
 
 
 def test_queue_multiplier_counts_itself_and_those_behind():

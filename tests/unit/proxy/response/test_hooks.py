@@ -7,6 +7,7 @@ import pytest
 
 from proxy.errors import UpstreamTimeout
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Why, skip
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
 from proxy.response.relay import ClientDisconnected
 from proxy.response.usage_tap import UsageTap
@@ -85,10 +86,10 @@ def test_a_streams_usage_is_kept_when_it_ended_well_bad_usage_counted_on_backend
 
 def test_headers_name_the_request_the_backend_and_what_the_stages_set():
     c = ctx()
-    c.response_headers["x-ragtrim-decision"] = "compressed"
+    c.outcome.decision = skip(Why.CACHED, uncached=3, form=9)
     assert HeadersHook(show_backend=True, hidden=frozenset()).headers(c, exchange()) == [
         (b"x-request-id", b"req-1"), (b"x-ragtrim-backend", URL.encode()),
-        (b"x-ragtrim-decision", b"compressed"),
+        (b"x-ragtrim-decision", b"skip:cached(uncached=3,form=9)"),
     ]  # fmt: skip
     assert (b"x-ragtrim-backend", URL.encode()) not in HeadersHook(False, frozenset()).headers(
         c, exchange()

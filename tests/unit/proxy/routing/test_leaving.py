@@ -15,6 +15,7 @@ from proxy.backends.scrape import MetricsScraper
 from proxy.context import RequestContext
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Why
 from proxy.response.feedback import Feedback
 from proxy.settings import DiscoverySettings
 from tests.support.compressor_doubles import HandlerTransport
@@ -89,7 +90,7 @@ async def test_a_pod_that_leaves_discovery_leaves_no_state_behind():
     assert fast.prefill.value() is not None and fast.queue and fast.prompt_tokens == 2100
     assert FAST in fleet.metrics.render().decode()
     # with FAST in the pool: 0.03 ms a token saves 40 ms, compressing costs 240: skip
-    assert decide(fleet.gate).reason.startswith("skip:not-worth-it")
+    assert decide(fleet.gate).why is Why.NOT_WORTH_IT
     fleet.stalled.set()
     fleet.scraper.poke(FAST)  # a read of FAST in progress when it leaves
     await asyncio.sleep(0.01)

@@ -27,7 +27,7 @@ async def test_static_prefix_keyed_with_its_replay_body():
     static = '[["system","You are terse.  \\r\\nAnswer briefly."]]'
     assert c.prefix_key == prefix_key("m", static, "", "")
     assert c.replay == {"model": "m", "max_tokens": 1, "temperature": 0, "messages": [SYSTEM]}
-    assert c.response_headers["x-ragtrim-prefix-key"] == c.prefix_key[:16]
+    assert c.outcome.prefix_key == c.prefix_key
     assert c.upstream_body() == b"{}"  # nothing to rewrite with the default rules
 
 
@@ -52,7 +52,7 @@ async def test_rules_rewrite_the_static_part_only_through_the_prompt():
 async def test_no_static_part_no_key():
     c = ctx({"model": "m", "messages": [{"role": "user", "content": "q"}]})
     await canonicalize()(c)
-    assert c.prefix_key is None and c.replay is None and not c.response_headers
+    assert c.prefix_key is None and c.replay is None and c.outcome.prefix_key is None
 
 
 async def test_completion_static_part_ends_at_the_segmenters_static_end():

@@ -8,6 +8,8 @@ from proxy.backends.endpoint import EndpointPool
 from proxy.compression.service import CompressionService
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Decision, Why, failed_open
+from proxy.outcome.request import RequestOutcome
 from proxy.settings import CompressionLimitSettings
 
 DOCS = ["Paris is the capital of France. " * 20, "The Seine flows through Paris. " * 20]
@@ -44,10 +46,10 @@ class Ctx:
     tenant = ""
 
     def __init__(self):
-        self.response_headers = {}
+        self.outcome = RequestOutcome()
 
 
-def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
+def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, Decision]:
     engine = CountingEngine()
     gate = CostGate(policy, prior_ms_per_1k=10.0, min_context_tokens=min_context_tokens,
                     max_added_ms=1e4, pool=EndpointPool())  # fmt: skip
@@ -55,22 +57,22 @@ def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, str]:
     ctx = Ctx()
     texts, ended = asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33))
     assert texts == DOCS and ended is None  # no job ran
-    return engine, ctx.response_headers["x-ragtrim-decision"]
+    return engine, ctx.outcome.decision
 
 
 def test_a_short_context_skips_without_a_lookup():
-    engine, reason = shrink("auto", 10_000)
-    assert reason.startswith("skip:short-context") and engine.lookups == 0
+    engine, decision = shrink("auto", 10_000)
+    assert decision.why is Why.SHORT_CONTEXT and engine.lookups == 0
     assert engine.seen_lookups == 0
 
 
 def test_always_goes_to_the_engine_without_the_stage_looking_up():
-    engine, reason = shrink("always", 0)
+    engine, decision = shrink("always", 0)
     assert engine.lookups == engine.seen_lookups == 0 and engine.compressions == 1
-    assert reason == "failed-open:error"  # the double refuses: the original goes on
+    assert decision == failed_open(Why.ERROR)  # the double refuses: the original goes on
 
 
 def test_a_priced_decision_looks_up_the_memo_and_the_features():
-    engine, reason = shrink("auto", 0)
-    assert reason == "skip:no-prefill-measurement"
+    engine, decision = shrink("auto", 0)
+    assert decision.why is Why.NO_PREFILL_MEASUREMENT
     assert engine.lookups == 1 and engine.seen_lookups == 1

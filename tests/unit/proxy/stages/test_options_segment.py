@@ -59,14 +59,14 @@ async def test_prompt_as_one_element_list_is_segmented_like_a_string():
         await SegmentStage(Segmenter())(c)
     assert as_list.segmentation is not None
     assert as_list.segmentation.documents == as_str.segmentation.documents
-    assert as_list.response_headers["x-ragtrim-template"] == "tags"
+    assert as_list.outcome.template == "tags"
 
 
 @pytest.mark.parametrize("prompt", [["a", "b"], [1, 2], 3])
 async def test_only_one_prompt_text_is_segmented(prompt):
     c = ctx({"model": "m", "prompt": prompt})
     await SegmentStage(Segmenter())(c)
-    assert c.segmentation is None and not c.response_headers
+    assert c.segmentation is None and c.outcome.template is None
 
 
 async def test_the_body_field_names_the_documents():

@@ -25,15 +25,15 @@ async def test_admitted_carry_headers_then_429_and_the_metric():
     stage = QuotaStage(limiter, metrics, frozenset({"acme"}), offload_bytes=65_536)
     first = ctx_for("acme", "x" * 80)  # 20 tokens of text, 4 of {"role":"user"}
     await stage(first)
-    assert first.response_headers["x-ratelimit-remaining-tokens"] == "24"
-    assert "x-ratelimit-limit-requests" not in first.response_headers  # no request limit
+    assert first.outcome.quota.headers()["x-ratelimit-remaining-tokens"] == "24"
+    assert "x-ratelimit-limit-requests" not in first.outcome.quota.headers()  # no request limit
     with pytest.raises(RateLimited) as refused:
         await stage(ctx_for("acme", "x" * 160))
     assert refused.value.status == 429 and refused.value.verdict.refused_by == "tokens"
     assert metrics.quota_refusals.labels("acme", "tokens")._value.get() == 1
     smaller = ctx_for("acme", "x" * 80)  # what a compressed prompt would weigh: 24 tokens
     await stage(smaller)
-    assert smaller.response_headers["x-ratelimit-remaining-tokens"] == "0"
+    assert smaller.outcome.quota.headers()["x-ratelimit-remaining-tokens"] == "0"
 
 
 async def test_a_tenant_without_limits_is_left_alone():
@@ -43,4 +43,4 @@ async def test_a_tenant_without_limits_is_left_alone():
     ctx = ctx_for("globex", "hi")
     for _ in range(3):
         await stage(ctx)
-    assert ctx.response_headers == {}
+    assert ctx.outcome.quota is None

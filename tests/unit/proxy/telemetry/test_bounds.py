@@ -110,7 +110,7 @@ def test_stage_span_values_and_error_messages_are_capped():
         name = "segment"
 
         async def __call__(self, ctx):
-            ctx.response_headers["x-ragtrim-template"] = "t" * 100_000
+            ctx.outcome.template = "t" * 100_000
             raise ValueError("v" * 100_000)
 
     ctx = RequestContext("r", "chat", b"{}", {"model": "m", "messages": []}, {})

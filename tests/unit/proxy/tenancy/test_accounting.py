@@ -4,12 +4,15 @@ one request adds, costs; the access log's line (proxy/telemetry/accesslog.py).""
 from datetime import UTC, datetime
 
 from cache.store import MemoryStore
-from proxy.context import Answer, RequestContext
+from proxy.context import RequestContext
 from proxy.metrics import Metrics
+from proxy.outcome.decision import Why, skip
+from proxy.outcome.request import Answer, Compression, RequestOutcome, Usage
 from proxy.settings import AccountingSettings, TenancySettings
 from proxy.telemetry.accesslog import line_of
 from proxy.telemetry.record import RequestRecord
-from proxy.tenancy.accounting import Accounting, counts_of, known_tenants, periods, tenant_label
+from proxy.tenancy.accounting import Accounting, known_tenants, periods, tenant_label
+from proxy.tenancy.ledger import entry_of
 
 TENANCY = TenancySettings(api_keys={"k1": "acme", "k2": "globex"}, salt_secret="x" * 20)
 
@@ -29,40 +32,50 @@ def test_labels_are_bounded_to_configured_tenants():
     assert tenant_label("", known_tenants(TenancySettings())) == "default"
 
 
-def test_one_requests_counts_from_headers_and_usage():
-    headers = {"x-ragtrim-tokens-before": "800", "x-ragtrim-tokens-after": "300"}
-    usage = {"prompt_tokens": 450, "prompt_tokens_details": {"cached_tokens": 128}}
-    assert counts_of(headers, usage) == {"requests": 1, "prompt_tokens": 450,
-                                         "tokens_before": 800, "tokens_after": 300,
-                                         "tokens_removed": 500, "cached_tokens": 128}  # fmt: skip
-    nothing = counts_of({}, None)  # not compressed, no usage: only the request counts
+def outcome(before=0, after=0, prompt=0, cached=0, completion=0) -> RequestOutcome:
+    squeezed = Compression("c", before, after) if before else None
+    usage = Usage(prompt, cached, completion, True) if prompt else None
+    return RequestOutcome(compression=squeezed, answer=Answer("http://b:1", usage))
+
+
+def test_one_requests_entry_from_its_typed_outcome():
+    """Sent = cached + computed, and the client's prompt = sent + what compression cut."""
+    got = entry_of(outcome(800, 300, prompt=450, cached=128, completion=20))
+    assert got == {"requests": 1, "client_tokens": 950, "prompt_tokens": 450,
+                   "tokens_before": 800, "tokens_after": 300, "tokens_removed": 500,
+                   "cached_tokens": 128, "computed_tokens": 322,
+                   "completion_tokens": 20}  # fmt: skip
+    nothing = entry_of(RequestOutcome())  # not compressed, no usage: only the request counts
     assert nothing["requests"] == 1 and sum(nothing.values()) == 1
+    assert entry_of(RequestOutcome(), requests=3)["requests"] == 3  # a batch's conversations
 
 
-async def test_totals_and_costs_per_period():
+async def test_totals_and_costs_per_period_and_model():
     now = datetime(2026, 12, 1, 12, tzinfo=UTC).timestamp()
     acc = Accounting(MemoryStore(), AccountingSettings(price_per_1k_prompt_tokens=2.0),
                      TENANCY, Metrics(), clock=lambda: now)  # fmt: skip
-    for _ in range(2):
-        await acc.record("acme", counts_of({"x-ragtrim-tokens-before": "1000",
-                                            "x-ragtrim-tokens-after": "400"},
-                                           {"prompt_tokens": 500}))  # fmt: skip
+    await acc.record("acme", entry_of(outcome(1000, 400, prompt=500, cached=100)), "m1")
+    await acc.record("acme", entry_of(outcome(1000, 400, prompt=500, completion=7)), "org/m:2")
     today = (await acc.totals("acme"))["today"]
     assert today["requests"] == 2 and today["tokens_removed"] == 1200
+    assert today["computed_tokens"] == 900 and today["client_tokens"] == 2200
     assert today["cost"] == 2.0 and today["cost_saved"] == 2.4
     assert today["cost_without_ragtrim"] == 4.4
+    models = today["models"]
+    assert set(models) == {"m1", "org/m:2"}
+    assert models["m1"]["cached_tokens"] == 100 and models["org/m:2"]["completion_tokens"] == 7
     assert (await acc.totals("globex"))["month"]["requests"] == 0
 
 
 def test_access_line_has_no_prompt_text_unless_log_prompts():
     ctx = RequestContext("rid-1", "chat", b"{}", {"model": "m", "messages": []}, {})
     ctx.tenant = "acme"
-    ctx.response_headers["x-ragtrim-decision"] = "skip:short"
-    ctx.answer = Answer("http://b:1", None)
+    ctx.outcome.decision = skip(Why.SHORT_CONTEXT, context_tokens=12)
+    ctx.outcome.answer = Answer("http://b:1", None)
     record = RequestRecord(started=0.0, ctx=ctx, status=200)
     scope = {"method": "POST", "path": "/v1/chat/completions"}
     line = line_of(scope, record, log_prompts=False)
-    assert line["request_id"] == "rid-1" and line["decision"] == "skip:short"
+    assert line["request_id"] == "rid-1" and line["decision"] == "skip:short-context(12)"
     assert line["tokens_before"] is None and line["backend"] == "http://b:1"
     assert "question" not in line
 
