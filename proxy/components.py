@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
+from cache.writes import BackgroundWrites
 from compressors import Compressor
 from proxy.backends.discovery import Discovery, DnsTarget, make_resolver, split_backends
 from proxy.backends.endpoint import EndpointPool
@@ -42,6 +43,7 @@ from proxy.response.hooks import (
     UsageHook,
 )
 from proxy.response.path import ResponsePath
+from proxy.response.quota_settle import QuotaSettleHook
 from proxy.routing.kv.service import KvRouting, build_kv
 from proxy.routing.registry import build_router
 from proxy.settings import CompressionSettings, Settings
@@ -189,6 +191,7 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
     own = own_store(settings, store, metrics, settings.redis.quota_timeout_s) if q.active else store
     limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
                           owns_store=own is not store)  # fmt: skip
+    settles = q.active and q.charge == "computed"
     return Operations(
         metrics,
         tracing=build_tracing(settings.tracing, settings.telemetry),
@@ -197,6 +200,7 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
         accounting=make_accounting(settings, store, metrics) if a.enabled else None,
         quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
         if q.active else None, vouches=tenant.vouches,
+        settle=QuotaSettleHook(limiter, BackgroundWrites()) if settles else None,
     )  # fmt: skip
 
 

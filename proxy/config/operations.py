@@ -80,6 +80,12 @@ class QuotaSettings(Section):
         description="Redis unreachable: open = admit (counted), local = each replica "
         "enforces the limits alone.",
     )
+    charge: Literal["sent", "computed"] = Field(
+        "sent",
+        description="What a request's tokens cost: sent = the prompt that goes upstream "
+        "(counted at admission); computed = what vLLM prefilled (settled once it answers: "
+        "its prefix-cache hits are free).",
+    )
 
     def limits_of(self, tenant: str) -> tuple[int, int]:
         """(requests, tokens) per window for `tenant`; 0 = no limit."""

@@ -17,6 +17,7 @@ from typing import Any
 from starlette.types import ASGIApp
 
 from proxy.metrics import Metrics
+from proxy.response.quota_settle import QuotaSettleHook
 from proxy.stages.quota import QuotaStage
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.middleware import TelemetryMiddleware
@@ -33,6 +34,7 @@ class Operations:
     access_log: AccessLog | None = None
     accounting: Accounting | None = None
     quota: QuotaStage | None = None
+    settle: QuotaSettleHook | None = None  # quotas.charge=computed
     vouches: Callable[[dict[str, str]], bool] | None = None  # may a client steer its trace
 
     @property
@@ -46,7 +48,10 @@ class Operations:
         return router if self.tracing is None else TracedRouter(router, self.tracing)
 
     def hooks(self) -> list[object]:
-        """The response hooks operations add: the answer's, when anything reads it."""
+        """The response hooks operations add: the answer's, when anything reads it, and
+        the quota's settlement, which reads it."""
+        if self.settle is not None:
+            return [AnswerHook(), self.settle]
         return [AnswerHook()] if self.observing else []
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
@@ -60,6 +65,8 @@ class Operations:
     async def aclose(self) -> None:
         if self.tracing is not None:
             self.tracing.shutdown()
+        if self.settle is not None:
+            await self.settle.writes.drain()
         if self.quota is not None:
             await self.quota.limiter.aclose()
         if self.accounting is not None:

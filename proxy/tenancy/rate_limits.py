@@ -51,7 +51,7 @@ from proxy.settings import QuotaSettings
 
 CHARS_PER_TOKEN = 4
 NON_TEXT_PART_TOKENS = 85  # OpenAI's price of a low-detail image: a part's least weight
-Counts = tuple[int, int, int, int]  # admitted (1/0), requests, tokens, ms to the window's end
+Counts = tuple[int, ...]  # admitted (1/0), requests, tokens, ms to the window's end, its start
 
 WINDOW_LUA = """
 local t = redis.call('TIME')
@@ -69,7 +69,19 @@ if ok and ARGV[5] == '1' then
   toks = redis.call('HINCRBY', key, 't', n)
   redis.call('PEXPIRE', key, window * 2)
 end
-return {ok and 1 or 0, reqs, toks, start + window - now}
+return {ok and 1 or 0, reqs, toks, start + window - now, start}
+"""
+
+# quotas.charge=computed: the window's tokens move by ARGV[2] (what the engine computed
+# less what was admitted), never below 0; a window that turned meanwhile is left alone
+SETTLE_LUA = """
+local key = KEYS[1] .. ':' .. ARGV[1]
+if redis.call('EXISTS', key) == 1 then
+  local toks = tonumber(redis.call('HGET', key, 't') or '0')
+  local delta = math.max(tonumber(ARGV[2]), -toks)
+  redis.call('HINCRBY', key, 't', delta)
+end
+return 1
 """
 
 
@@ -91,11 +103,14 @@ class Verdict:
     tokens: int
     reset_ms: int
     asked: int = 1  # the requests this body counts as (a batch: its conversations)
+    charged: int = 0  # the tokens this request added to the window
+    window: int = 0  # the window's start (ms), where a later settlement goes
 
     @classmethod
-    def of(cls, counts: Counts, rpm: int, tpm: int, asked: int = 1) -> Verdict:
-        ok, reqs, toks, reset = (int(x) for x in counts)
-        return cls(bool(ok), rpm, tpm, reqs, toks, reset, asked)
+    def of(cls, counts: Counts, rpm: int, tpm: int, asked: int = 1, charged: int = 0) -> Verdict:
+        ok, reqs, toks, reset, *start = (int(x) for x in counts)
+        return cls(bool(ok), rpm, tpm, reqs, toks, reset, asked, charged if ok else 0,
+                   start[0] if start else 0)  # fmt: skip
 
     @property
     def refused_by(self) -> str:
@@ -152,7 +167,13 @@ class LocalWindow:
         if ok and commit:
             reqs, toks = reqs + asked, toks + tokens
         self._counts[tenant] = (start, reqs, toks)
-        return int(ok), reqs, toks, start + self.window_ms - now
+        return int(ok), reqs, toks, start + self.window_ms - now, start
+
+    def settle(self, tenant: str, window: int, delta: int) -> int:
+        began, reqs, toks = self._counts.get(tenant, (-1, 0, 0))
+        if began == window:
+            self._counts[tenant] = (began, reqs, max(0, toks + delta))
+        return 1
 
 
 class RateLimiter:
@@ -184,7 +205,23 @@ class RateLimiter:
 
         args = [self.window_ms, rpm, tpm, tokens, 1 if commit else 0, asked]
         counts = await self.store.eval(WINDOW_LUA, [f"quota:{tenant}"], args, local)
-        return Verdict.of(counts, rpm, tpm, asked)
+        return Verdict.of(counts, rpm, tpm, asked, tokens if commit else 0)
+
+    async def settle(self, tenant: str, verdict: Verdict, computed: int) -> None:
+        """quotas.charge=computed: the admitted request's tokens become what the engine
+        computed (its cached tokens and what compression removed cost nothing), in the
+        window it was admitted in. Fails open like admission (nothing is settled)."""
+        delta = computed - verdict.charged
+        if not verdict.limit_tokens or not verdict.charged or not delta:
+            return
+
+        async def local() -> int:
+            if self.shared and self.settings.redis_down == "open":
+                return 0
+            return self.local.settle(tenant, verdict.window, delta)
+
+        args = [verdict.window, delta]
+        await self.store.eval(SETTLE_LUA, [f"quota:{tenant}"], args, local)
 
     async def aclose(self) -> None:
         """Close the store when it is the limiter's own (components.own_store)."""

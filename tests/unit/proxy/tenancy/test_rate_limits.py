@@ -34,7 +34,7 @@ def test_fixed_window_admits_the_limit_refuses_without_counting_and_recovers():
     assert admitted == [1, 1, 1, 0, 0]
     assert window.admit("acme", 3, 0, 10)[1:3] == (3, 30)  # refusals were not counted
     assert window.admit("globex", 3, 0, 10)[0] == 1  # another tenant is untouched
-    ok, _, _, reset = window.admit("acme", 3, 0, 10)
+    ok, _, _, reset, _start = window.admit("acme", 3, 0, 10)
     assert reset == 40_000  # ms to the window's end, aligned to the clock
     clock.now += 40.0  # the next window starts
     assert window.admit("acme", 3, 0, 10)[:3] == (1, 1, 10)
@@ -165,3 +165,30 @@ async def test_a_body_of_n_requests_is_admitted_whole_or_refused_whole(where):
 
 def test_generate_token_ids_count_one_each():
     assert prompt_size({"token_ids": list(range(1000))}).tokens == 1000
+
+
+@pytest.mark.parametrize("where", ["redis", "process"])
+async def test_computed_charge_settles_the_admitted_window(where):
+    """quotas.charge=computed: an admitted request's 40 tokens become the 10 vLLM
+    computed, in the window it was admitted in, in Redis and in process alike; a window
+    that turned is left alone, and nothing goes below 0."""
+    server = RedisServer(free_port()).start() if where == "redis" else None
+    store = RedisStore(server.url) if server is not None else MemoryStore()
+    clock = Clock()
+    limiter = RateLimiter(store, QuotaSettings(tokens_per_minute=100), Metrics(),
+                          shared=server is not None, clock=clock)  # fmt: skip
+    try:
+        first = await limiter.admit("acme", 40)
+        assert first.charged == 40 and first.tokens == 40
+        await limiter.settle("acme", first, computed=10)
+        second = await limiter.admit("acme", 40)
+        assert second.tokens == 50  # 10 + 40
+        await limiter.settle("acme", second, computed=500)  # dearer than admitted: charged
+        assert not (await limiter.admit("acme", 1)).allowed
+        stale = Verdict(True, 0, 100, 1, 40, 1000, charged=40, window=second.window - 60_000)
+        await limiter.settle("acme", stale, computed=0)  # another window: nothing moves
+        assert (await limiter.admit("acme", 0, commit=False)).tokens == 510
+    finally:
+        await store.aclose()
+        if server is not None:
+            server.kill()

@@ -55,6 +55,24 @@ def test_tokens_are_counted_after_compression(stub, make_proxy):
     assert charged[1] < charged[0]  # compression bought quota
 
 
+def test_computed_charge_counts_what_the_engine_prefilled(stub, make_proxy):
+    """quotas.charge=computed: once answered, a request weighs what vLLM computed (the
+    stub reports 5 prompt tokens, none cached), not the estimate admission counted."""
+    quotas = {"tokens_per_minute": 100_000, "charge": "computed"}
+    proxy = make_proxy([stub.url], tenancy=TENANCY, quotas=quotas, compression={"enabled": False})
+    first = chat(proxy, ACME, rag_body())
+    admitted = 100_000 - int(first.headers["x-ratelimit-remaining-tokens"])
+    assert admitted > 5
+    deadline, sent = time.monotonic() + 5, 1  # settlements land after the last byte
+    while True:
+        left = int(chat(proxy, ACME, rag_body()).headers["x-ratelimit-remaining-tokens"])
+        if left == 100_000 - 5 * sent - admitted:  # those before it settled to 5 each
+            break
+        assert time.monotonic() < deadline, left
+        sent += 1
+        time.sleep(0.05)
+
+
 def test_usage_endpoint_a_tenant_sees_its_own_the_admin_key_all(stub, make_proxy):
     accounting = {"price_per_1k_prompt_tokens": 2.0, "admin_key": "admin-key-123"}
     labelled = {**TENANCY, "metrics_tenant_labels": True}  # /metrics names tenants: asked for
