@@ -61,7 +61,7 @@ from bench.lib.abuse_traffic import (
 )  # fmt: skip
 from bench.lib.common import free_port, percentile, spawn, stop, write_result
 from bench.lib.procs import _children
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 
 STUB = ["-m", "tests.doubles.stub_vllm"]
 TOKENIZER = Path(".models/tiny-llama")  # built by make setup (models)

@@ -26,6 +26,7 @@ from proxy.compression.parts import make_compression, make_store
 from proxy.compression.service import CompressionService
 from proxy.compression.stable import StableCompression
 from proxy.gate.decide import CostGate
+from proxy.http.principal import EdgeIdentity
 from proxy.metrics import Metrics
 from proxy.outcome.render import CACHE_TELLING
 from proxy.prompt.segment import Segmenter
@@ -43,6 +44,7 @@ from proxy.response.hooks import (
     UsageHook,
 )
 from proxy.response.path import ResponsePath
+from proxy.response.points import Hook
 from proxy.response.quota_settle import QuotaSettleHook
 from proxy.routing.kv.service import KvRouting, build_kv
 from proxy.routing.registry import build_router
@@ -58,6 +60,7 @@ from proxy.telemetry.accesslog import AccessLog, access_logger
 from proxy.telemetry.tracing import build_tracing
 from proxy.telemetry.wrap import Operations
 from proxy.tenancy.accounting import Accounting, labelled_tenants
+from proxy.tenancy.identity import Identity
 from proxy.tenancy.owners import ResponseOwners
 from proxy.tenancy.rate_limits import RateLimiter
 from proxy.upstream.transport import AiohttpTransport, Transport
@@ -81,11 +84,11 @@ class Components:
     feedback: Feedback
     forwarder: Forwarder
     transport: Transport
-    tenant: TenantStage
+    identity: EdgeIdentity  # who asks, resolved once per request at the edge
     ingest: Ingest
-    ops: Operations  # tracing, access log, accounting, quotas (issue 22)
+    ops: Operations  # tracing, access log, accounting, quotas
     discovery: Discovery | None = None
-    kv: KvRouting | None = None  # KV-event routing (issue 20)
+    kv: KvRouting | None = None  # KV-event routing (proxy/routing/kv/)
     on_loaded: Callable[[], None] = _nothing  # after a long-lived load (proxy/server/heap.py)
     _warming: asyncio.Task[None] | None = None
     _ready_by: float = 0.0  # monotonic: /readyz waits for the warm-up until then
@@ -184,8 +187,9 @@ def make_accounting(settings: Settings, store: KVStore, metrics: Metrics) -> Acc
 
 
 def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
-                    tenant: TenantStage) -> Operations:  # fmt: skip
-    """Issue 22's parts; each is None when its settings turn it off."""
+                    identity: EdgeIdentity) -> Operations:  # fmt: skip
+    """The operators' parts (docs/decisions/0042-telemetry-operations.md); each is None
+    when its settings turn it off."""
     known = labelled_tenants(settings.tenancy)  # metric labels: none unless asked
     q, a = settings.quotas, settings.accounting
     own = own_store(settings, store, metrics, settings.redis.quota_timeout_s) if q.active else store
@@ -199,13 +203,13 @@ def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
         if settings.access_log.enabled else None,
         accounting=make_accounting(settings, store, metrics) if a.enabled else None,
         quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
-        if q.active else None, vouches=tenant.vouches,
+        if q.active else None, vouches=identity.vouches,
         settle=QuotaSettleHook(limiter, BackgroundWrites()) if settles else None,
     )  # fmt: skip
 
 
 def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Operations,
-               stable: StableCompression | None = None) -> list[object]:  # fmt: skip
+               stable: StableCompression | None = None) -> list[Hook]:  # fmt: skip
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
         UsageHook(
@@ -225,20 +229,20 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Oper
 
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
-                   tenant: TenantStage, ops: Operations,
+                   identity: EdgeIdentity, ops: Operations,
                    owners: ResponseOwners,
                    stable: StableCompression | None = None) -> Forwarder:  # fmt: skip
-    """The data plane gets the traced router and transport, and the answer hook (issue 22); the
+    """The data plane gets the traced router and transport, and the answer hook; the
     control plane (health, scrapes, warm-up) the bare ones."""
     hooks = make_hooks(settings, metrics, feedback, owners, ops, stable)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
-                     Admission(settings.admission, metrics), tenant.authenticate,
+                     Admission(settings.admission, metrics), identity,
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
                      parser=RequestParser(settings.requests,
                                           settings.compression.limits.offload_bytes),
-                     salt=tenant.salt_of, owners=owners, telemetry=settings.telemetry,
+                     owners=owners, telemetry=settings.telemetry,
                      quota=ops.quota)  # fmt: skip
 
 
@@ -257,12 +261,13 @@ def build(
     transport = transport or AiohttpTransport(settings.timeouts.connect_s)
     if store is None:
         store = make_store(settings, lambda op, _: metrics.store_errors.labels(op).inc())
-    tenant = TenantStage(settings.tenancy)
-    ops = make_operations(settings, store, metrics, tenant)
+    known = Identity(settings.tenancy, settings.accounting.admin_key)
+    identity = EdgeIdentity(known)
+    ops = make_operations(settings, store, metrics, identity)
     c = settings.compression
     compression = make_compression(settings, store, pool, metrics, compressor)
     engine, gate, stable = compression.engine, compression.gate, compression.stable
-    stages = make_stages(settings, tenant, compression, metrics, ops.quota)
+    stages = make_stages(settings, TenantStage(known), compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     on_loaded = on_loaded or _nothing
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer, on_loaded)
@@ -272,7 +277,7 @@ def build(
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
-                               tenant, ops, ResponseOwners(settings.tenancy, store),
+                               identity, ops, ResponseOwners(settings.tenancy, store),
                                stable)  # fmt: skip
     health = HealthChecker(pool, transport, settings.health)
     health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, transport, metrics, router))
@@ -282,7 +287,7 @@ def build(
     return Components(
         settings=settings, metrics=metrics, pool=pool, health=health,
         store=store, compression=compression, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder, transport=transport, tenant=tenant, ops=ops, discovery=discovery,
+        forwarder=forwarder, transport=transport, identity=identity, ops=ops, discovery=discovery,
         ingest=Ingest(engine, c.rate, c.limits, settings.requests.max_question_chars), kv=kv,
         on_loaded=on_loaded,
     )  # fmt: skip

@@ -3,7 +3,8 @@
 Every field is a hand-off from one step to a later one; what nobody reads is not here.
 
     field             written by               read by
-    tenant            tenant stage             compress (memo scope), pass-through auth
+    principal         the edge (forwarder)     tenant stage (tenant, salt)
+    tenant            tenant stage             compress (memo scope), quotas, accounting
     options           options stage            segment (body field), compress (rate)
     segmentation      segment stage            compress, canonicalize
     prefix_key        canonicalize stage       router (affinity), feedback (registry)
@@ -16,8 +17,8 @@ Every field is a hand-off from one step to a later one; what nobody reads is not
 
 The forwarder leaves the context in the ASGI scope under SCOPE_KEY, the scope being
 the one object the telemetry middleware and the data plane share per request (as
-Starlette's `request.state` rides in `scope["state"]`); issue 32 replaced a ContextVar
-record that the pipeline and a hook wrote into from afar.
+Starlette's `request.state` rides in `scope["state"]`), never in a ContextVar.
+Why: docs/decisions/0042-telemetry-operations.md.
 
 The body is `prompt` (proxy/prompt/body.py), the one place it is rewritten.
 """
@@ -35,6 +36,7 @@ from proxy.outcome.request import RequestOutcome
 from proxy.prompt.body import Prompt, prompt_for
 from proxy.prompt.ragtrim_options import RequestOptions
 from proxy.prompt.segment import Segmentation
+from proxy.tenancy.identity import Principal
 
 SCOPE_KEY = "ragtrim.context"
 
@@ -47,6 +49,7 @@ class RequestContext:
     body: dict[str, Any]
     headers: dict[str, str]
     tenant: str = ""
+    principal: Principal | None = None  # who asks (proxy/tenancy/identity.py)
     options: RequestOptions = field(default_factory=RequestOptions)
     segmentation: Segmentation | None = None
     prefix_key: str | None = None
@@ -54,12 +57,14 @@ class RequestContext:
     token_ids: list[int] | None = None  # None: not prepared (the scorer tokenizes inline)
     usage_added: bool = False
     outcome: RequestOutcome = field(default_factory=RequestOutcome)
-    route_match: Match | None = None  # the route table's entry (issue 33)
-    cache_plan: CachePlan | None = None  # issue 29: None without cache-aware compression
+    route_match: Match | None = None  # the route table's entry
+    cache_plan: CachePlan | None = None  # None without cache-aware compression
     prompt: Prompt = field(init=False)
 
     def __post_init__(self) -> None:
         self.prompt = prompt_for(self.route, self.body)
+        if self.principal is not None and self.principal.tenant is not None:
+            self.tenant = self.principal.tenant
 
     @property
     def model(self) -> str | None:

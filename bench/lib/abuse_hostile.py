@@ -27,7 +27,7 @@ from bench.lib.abuse_traffic import (
     rag_body,
 )  # fmt: skip
 from bench.lib.outcome import SYSTEM
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 
 TRICK_PATHS = ["/v1/x/../chat/completions", "/v1/%2e%2e/v1/chat/completions",
                "/v1/chat/completions"]  # fmt: skip

@@ -9,7 +9,7 @@ Under load, jobs queue for the `workers` threads (FIFO); the gate adds the expec
 a compression's cost. A job still queued when its request times out is cancelled; one
 in a worker stops at its next checkpoint (compressors/deadline.py), freeing the worker.
 While the compressor loads, requests are refused at once (`CompressionBusy`). A small job
-over memoized features runs on the loop (features.py `FeaturePath.inline`, issue 43).
+over memoized features runs on the loop (features.py `FeaturePath.inline`).
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from compressors import (
 )
 from proxy.compression.features import FeaturePath
 from proxy.compression.fingerprints import Fingerprints
-from proxy.compression.outcome import CompressionBusy, Outcome, WorkerCrashed
+from proxy.compression.outcome import CompressionBusy, WorkerCrashed
 from proxy.gate.job_cost import MAX_MS_PER_TOKEN
+from proxy.outcome.job import Outcome
 
-__all__ = ["CompressionBusy", "CompressionEngine", "Outcome", "WorkerCrashed"]
+__all__ = ["CompressionBusy", "CompressionEngine", "WorkerCrashed"]
 
 
 class CompressionEngine:
@@ -243,7 +244,7 @@ class CompressionEngine:
             except BaseException as exc:  # noqa: BLE001 - must not reach the event loop
                 raise WorkerCrashed(type(exc).__name__) from exc
             timing["work_ms"] = (time.perf_counter() - began) * 1000
-            # issue 33: the question's part, timed by the compressor, priced apart
+            # the question's part, timed by the compressor, priced apart
             timing["question_ms"] = min(timing["work_ms"], getattr(out, "question_ms", 0.0))
             return out
 
@@ -273,7 +274,7 @@ class CompressionEngine:
         self._running -= 1
         self._backlog_chars -= chars
         if "work_ms" in timing and chars >= 256:  # short jobs: fixed costs dominate
-            # the documents' part only: a giant question is no document's cost (issue 33)
+            # the documents' part only: a giant question is no document's cost
             work = timing["work_ms"] - timing.get("question_ms", 0.0)  # a char: at most a token
             self._ms_per_char.append(min(MAX_MS_PER_TOKEN, max(0.0, work) / chars))
 

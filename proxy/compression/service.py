@@ -1,5 +1,5 @@
 """The compression service: one call, `decide_and_run`, between the compress stage and
-everything that decides and compresses (issue 32): the prefix cache's say (stable.py), the
+everything that decides and compresses: the prefix cache's say (stable.py), the
 cost gate (proxy/gate/), the engine (engine.py) and the re-measurement (recalibration.py)
 talk behind it. The start-up calibration reaches the gate once, when `warm` ends.
 
@@ -11,19 +11,18 @@ decides whether compressing pays off for this request.
 The gate's token count is an estimate from characters, with the target tokenizer's
 characters per token learned from each compression (the compressor counts exactly,
 in the worker). The decision barely depends on it (saving and cost both scale with
-the count) and an exact count on the event loop cost ~2.4 ms per 2k tokens, which
-requests the gate skips paid as pure overhead (serialised at concurrency 4).
-No request teaches it for others (issue 33): per tenant, from the documents the
+the count). No request teaches it for others: per tenant, from the documents the
 compressor tokenized (never memo hits), on visible characters, clamped and aged
 (proxy/gate/token_estimate.py); the gate's laws likewise learn per tenant (proxy/gate/decide.py).
+Why: docs/decisions/0040-cost-gate-learned-laws.md.
 
-No silent loss of context (issue 23): a context beyond `compression.limits` is
+No silent loss of context: a context beyond `compression.limits` is
 forwarded as it is (`skip:limits`); documents the scorer cannot judge (base64, long
 URLs, code: compressors/verbatim.py) are kept verbatim and never reach the compressor;
 and a compression that would forward an empty context where the client sent one is
 discarded (`failed-open:emptied`, counted): the original goes upstream.
 
-Never cost a cache hit (issue 29): with `compression.stable` on, the prefix cache has
+Never cost a cache hit: with `compression.stable` on, the prefix cache has
 its say first (proxy/compression/stable.py): the client's prompt when a backend holds it
 (`skip:cached`), a compressed form of these documents sent before, byte for byte
 (`compress:stable`), grown when the question needs more (`compress:stable-grown`).
@@ -46,7 +45,7 @@ from compressors import (
     partition_verbatim,
 )
 from compressors.verbatim import is_opaque
-from proxy.compression.engine import CompressionBusy, CompressionEngine, Outcome, WorkerCrashed
+from proxy.compression.engine import CompressionBusy, CompressionEngine, WorkerCrashed
 from proxy.compression.limits import within_limits
 from proxy.compression.recalibration import Recalibration
 from proxy.compression.stable import Choice, Prices, StableCompression
@@ -56,6 +55,7 @@ from proxy.gate.decide import CostGate
 from proxy.gate.token_estimate import TokenEstimate, visible_chars
 from proxy.metrics import Metrics
 from proxy.outcome.decision import Decision, Why, failed_open, skip
+from proxy.outcome.job import Outcome
 from proxy.outcome.request import Compression
 from proxy.settings import CompressionLimitSettings
 
@@ -104,7 +104,7 @@ class CompressionService:
         return self.estimate.tokens(tenant, texts)
 
     def _learn(self, tenant: str, texts: list[str], outcome: Outcome) -> None:
-        """What this job teaches `tenant`'s prices (issue 33): its cost, and the characters
+        """What this job teaches `tenant`'s prices: its cost, and the characters
         per token of the documents the compressor counted now (memo hits teach nothing)."""
         self.gate.observe_compression(outcome, tenant)
         if outcome.misses and self.recalibration is not None:
@@ -200,7 +200,7 @@ class CompressionService:
                 self.recalibration.after_skip()
             return None
         try:
-            # a check selects by score margin (issue 29): what the question needs, not
+            # a check selects by score margin: what the question needs, not
             # half of every document, so a grown form gains sentences that matter
             asked = AUTO if rate == AUTO or choice.kind == "check" else decision.rate
             outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
@@ -235,7 +235,7 @@ class CompressionService:
 
     async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
         """Output-memo misses whose features are memoized: the gate prices them at the
-        seen rate (issue 18)."""
+        seen rate."""
         misses = [t for t, e in zip(texts, found, strict=True) if e is None]
         return await self.engine.seen_documents(misses, tenant) if misses else 0
 

@@ -1,11 +1,5 @@
-"""Cache-aware compression (issue 29): never cost a cache hit, and keep the compressed
-context cacheable.
-
-Why: follow-up questions over the same documents went ×3.9 slower through ragtrim than
-direct. Direct, turn 1 put the documents in vLLM's prefix cache and later turns prefilled
-only their new tokens; through ragtrim, question-aware compression selected other
-sentences each turn, so nothing after the static prefix was ever reused, and the gate
-priced every context token as uncached.
+"""Cache-aware compression: never cost a cache hit, and keep the compressed context
+cacheable. Why: docs/decisions/0015-prefix-cache-reuse.md.
 
 The compress stage asks `choose` before pricing a request with a context:
 - no compressed form of these documents yet (`fresh`): the gate prices as before, less
@@ -22,16 +16,13 @@ The compress stage asks `choose` before pricing a request with a context:
   features are memoized: the seen rate, ~1 ms per 1k tokens), and whatever the form
   lacks of that selection is appended after its last document (compressors/
   stable_growth.py: `compress:stable-grown`), so the form's bytes still come first
-  and stay cached. The request's own rate would add half of every document,
-  distractors included: measured, +240 tokens a turn and every follow-up grown. The
-  check is priced as a job against what the form saves; a check that does not pay
-  sends the client's prompt.
+  and stay cached. The check is priced as a job against what the form saves; a check
+  that does not pay sends the client's prompt.
 
 Fidelity: what is sent always holds the compressor's adaptive selection for the
 question (the union of every question's so far), so a reused form never answers from
 less than that selection alone (bench.fidelity: gold retention 0.97–0.99 at 5–8×).
-The choice (pin to the first question, the union of questions, a question-independent
-selection) and its figures are in issue 29's note and `bench.followups`.
+The alternatives weighed: docs/decisions/0044-compression-service-path.md.
 
 Fails open: a store outage reads as no form (`fresh`); a failed check sends the
 client's prompt (the compress stage's failed-open path).
@@ -141,7 +132,7 @@ class StableCompression:
         n = prices.documents
         work = self.gate.work_ms(prices.context_tokens, 0, n, n, prices.in_flight, prices.tenant)
         finish = self.gate.finish_ms(prices.context_tokens, prices.tenant)  # settle, growth
-        cost = work + prices.wait_ms + finish  # a check queues like any job (issue 44)
+        cost = work + prices.wait_ms + finish  # a check queues like any job
         priced = replace(figures, saved_ms=saved, cost_ms=cost, wait_ms=prices.wait_ms)
         if saved <= cost:
             return Choice("original", Decision(Action.SKIP, Why.CACHED, None, priced))
@@ -152,7 +143,7 @@ class StableCompression:
         """What to send after a compression for `question` (`fresh`: every document's
         text): the form, the form grown, or (a first compression) `fresh`, remembered as
         the form."""
-        plan: CachePlan | None = getattr(ctx, "cache_plan", None)
+        plan: CachePlan | None = ctx.cache_plan
         if plan is None or plan.key is None:
             return Settled(fresh)
         form = choice.form
@@ -191,7 +182,7 @@ class StableCompression:
 
     def record_sent(self, ctx, texts: list[str], cpt: float) -> None:
         """The blocks of what goes upstream, for the response hooks to record."""
-        plan: CachePlan | None = getattr(ctx, "cache_plan", None)
+        plan: CachePlan | None = ctx.cache_plan
         seg = ctx.segmentation
         if plan is None or seg is None:
             return

@@ -18,7 +18,7 @@ from proxy.prompt.segment.patterns import DEFAULT_TIMEOUT_S
 
 
 class CompressionLimitSettings(Section):
-    """Bounds on the work one request's context can cause (issue 23): every step that
+    """Bounds on the work one request's context can cause: every step that
     grows with the context (locating documents, segmentation, patterns, protected spans,
     the compressor) is linear, and these caps bound its size. Documents named in the
     request's `ragtrim` field or sent to /v1/compress beyond them are refused (400 too
@@ -54,14 +54,14 @@ class CompressionLimitSettings(Section):
 
 
 class StableSettings(Section):
-    """Cache-aware compression (issue 29): price only the tokens a backend has not cached,
+    """Cache-aware compression: price only the tokens a backend has not cached,
     and reuse a document set's compressed form byte for byte (proxy/compression/stable.py)."""
 
     enabled: bool = Field(
         True,
         description="Price compression against what each backend holds in its prefix cache "
         "and reuse (and grow) a document set's compressed form on later turns; false: every "
-        "request is priced and compressed on its own, as before issue 29.",
+        "request is priced and compressed on its own.",
     )
     block_size: int = Field(
         16,
@@ -98,8 +98,9 @@ class CompressionSettings(Section):
     compressor: str = Field(
         "fast_extractive",
         description="fast_extractive | extractive | llmlingua2 | longllmlingua | identity "
-        "(fast_extractive: BM25 + static MiniLM embeddings, no model forward, ~10 ms per 1k "
-        "tokens cold on one CPU thread; extractive runs all-MiniLM-L6-v2).",
+        "(fast_extractive: BM25 + static MiniLM embeddings, no model forward; "
+        "bench.compress_cost measures its cold cost per 1k tokens; extractive runs "
+        "all-MiniLM-L6-v2).",
     )
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto",
@@ -202,8 +203,8 @@ class CanonicalSettings(Section):
     sort_tools: bool = Field(
         True,
         description="Sort the tools list by (type, name) so its order does not change the "
-        "prefix; each tool's own keys and property order are never changed (issue 31: "
-        "they are part of the prompt and steer the order the model writes arguments in).",
+        "prefix; each tool's own keys and property order are never changed (they are "
+        "part of the prompt and steer the order the model writes arguments in).",
     )
     move_volatile: bool = Field(
         False, description="Move dates, times and UUIDs out of the static prefix (opt-in)."

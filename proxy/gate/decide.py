@@ -20,16 +20,15 @@ Decision for `auto`: compress at the requested rate when
     saved  = context_tokens × (1 − rate) × prefill_ms_per_token
     cost   = wait_ms + fixed_ms + uncached_context_tokens × compressor_ms_per_token
     saved > cost  and  cost ≤ max_added_ms  and  context_tokens ≥ min_context_tokens.
-Only uncached tokens cost prefill (issue 29): context tokens a backend already holds as
+Only uncached tokens cost prefill: context tokens a backend already holds as
 the client sent them (`held`) are taken out of the cut, `skip:cached` when that leaves
 no saving (proxy/compression/stable.py prices a reused compressed form the same way).
 (no wait and no fixed part when every document is in the memo: no job runs).
-The cost prices the request's real mix (issue 18): of the memo misses, documents whose
+The cost prices the request's real mix: of the memo misses, documents whose
 features are memoized (`seen_docs`) cost the seen law (a fixed part and a rate, fitted on
 jobs with seen documents; until then the compressor's `prior_seen_ms_per_1k`), the
 others the cold rate; and
-contention: the cost is times max(1, compressions in flight / cores) (measured: 4
-concurrent compressions on 2 cores each took twice their solo time), and samples are
+contention: the cost is times max(1, compressions in flight / cores), and samples are
 divided by the contention they ran under, so the rates stay solo rates.
 
 Under a queue (`BackendQueue`): when the backend has requests waiting, a removed
@@ -47,7 +46,7 @@ does not pay for one request on an idle GPU pays on a replica with a queue.
 `always` compresses whenever a context is found (`compression.enabled=false` is the
 switch that turns compression off: proxy/config/removed.py refuses the old `never`).
 
-No request teaches the gate for others (issue 33). The job laws are kept per tenant
+No request teaches the gate for others. The job laws are kept per tenant
 (`TenantLaws`: a tenant's jobs price its own requests; until it has fresh ones, the
 proxy's own calibration runs, then the prior, price them); a job's sample is what its
 context cost: the question's part, which the compressor times apart (`question_ms`),
@@ -55,6 +54,7 @@ is taken out, so a giant question teaches no fixed part; memo hits teach nothing
 part is clamped and ages out (proxy/gate/job_cost.py), as the prefill law
 (proxy/gate/prefill_law.py) and the token estimate (proxy/gate/token_estimate.py) do: a poisoned
 value is gone `MAX_AGE_S` (60 s, proxy/gate/learning.py) after its last poisoned sample.
+Why, and what was measured: docs/decisions/0040-cost-gate-learned-laws.md.
 """
 
 from __future__ import annotations
@@ -66,13 +66,14 @@ from proxy.gate.job_cost import MIN_SAMPLE_TOKENS, JobCost, TenantLaws
 from proxy.gate.learning import PerTenant
 from proxy.gate.prefill_law import BackendQueue, LawPool, queue_multiplier
 from proxy.outcome.decision import Decision, Why, compress, skip
+from proxy.outcome.job import Outcome
 
 
 class CostGate:
     """`prior_ms_per_1k`: the compressor's cost per 1k cold tokens until measured
     (`compressor.prior_ms_per_1k`: the compressor knows its cost). `pool`: the backends
-    whose records hold the prefill laws and queue readings (issue 21: a backend's state
-    lives on its record; samples from a backend not in the pool are dropped)."""
+    whose records hold the prefill laws and queue readings (a backend's state lives on
+    its record; samples from a backend not in the pool are dropped)."""
 
     def __init__(self, policy: str, *, prior_ms_per_1k: float, min_context_tokens: int,
                  max_added_ms: float, prior_prefill_ms_per_token: float | None = None,
@@ -84,12 +85,12 @@ class CostGate:
         self.min_context_tokens = min_context_tokens
         self.max_added_ms = max_added_ms
         self.prior_prefill = prior_prefill_ms_per_token
-        # fixed ms per job + ms per cold token, per tenant (issue 33); the calibration
+        # fixed ms per job + ms per cold token, per tenant; the calibration
         # runs' law (no request shapes it: it never ages) prices a tenant without its own
         self.laws: PerTenant[TenantLaws] = PerTenant(lambda: TenantLaws(clock))
         self.calibrated = JobCost(max_age=None, clock=clock)
         self.compressor_prior = prior_ms_per_1k / 1000
-        # issue 18: documents with memoized features cost their own (measured) rate, and
+        # documents with memoized features cost their own (measured) rate, and
         # every cost is scaled by the compressions in flight per core (contention)
         seen_prior = prior_ms_per_1k / 10 if prior_seen_ms_per_1k is None else prior_seen_ms_per_1k
         self.seen_prior = seen_prior / 1000
@@ -105,41 +106,40 @@ class CostGate:
         if ep is not None:  # a backend that left: its sample teaches nothing any more
             ep.prefill.add(ttft_ms, uncached_tokens, source, tenant)
 
-    def observe_calibration(self, outcome) -> None:
+    def observe_calibration(self, outcome: Outcome) -> None:
         """The proxy's own measurement of the calibration workload (compressors/
         calibration.py): the law that prices a tenant without fresh jobs of its own."""
         sample = self._sample(outcome)
         if sample is not None:
             self.calibrated.add(*sample)
 
-    def observe_compression(self, outcome, tenant: str = "") -> None:
+    def observe_compression(self, outcome: Outcome, tenant: str = "") -> None:
         """Learn `tenant`'s solo cost of a job (`_sample`). All-unseen jobs teach the cold
         law, jobs with seen documents the seen law (`_observe_seen`)."""
         sample = self._sample(outcome)
         if sample is None:
             return
-        seen = getattr(outcome, "seen", 0)
+        seen = outcome.seen
         if seen == 0:
             self.laws.get(tenant).cold.add(*sample)
         else:
             self._observe_seen(*sample, seen / outcome.misses, tenant)
 
-    def _sample(self, outcome) -> tuple[float, float] | None:
+    def _sample(self, outcome: Outcome) -> tuple[float, float] | None:
         """(ms, cold tokens) of a job: what it added to the request (its time less the
         queue wait, which the gate prices apart; at least the worker time), less the
-        question's part (issue 33: the compressor times it apart; a giant question is not
-        the context's cost), divided by the contention it ran under; the tokens the
+        question's part (the compressor times it apart; a giant question is not the
+        context's cost), divided by the contention it ran under; the tokens the
         compressor itself counted in the documents it compressed (memo hits cost a lookup,
         not a job: they teach nothing). None: no job ran."""
         if not outcome.misses or not outcome.tokens_before:
             return None
-        fresh = getattr(outcome, "fresh_tokens", None)
+        fresh = outcome.fresh_tokens
         share = outcome.misses / (outcome.hits + outcome.misses)
         cold_tokens = fresh if fresh else outcome.tokens_before * share
-        work_ms = getattr(outcome, "work_ms", None) or 0.0
-        spent = max(work_ms, outcome.ms - (getattr(outcome, "wait_ms", None) or 0.0))
-        spent = max(0.0, spent - (getattr(outcome, "question_ms", None) or 0.0))
-        return spent / self.contention(getattr(outcome, "in_flight", 1)), cold_tokens
+        spent = max(outcome.work_ms, outcome.ms - outcome.wait_ms)
+        spent = max(0.0, spent - outcome.question_ms)
+        return spent / self.contention(outcome.in_flight), cold_tokens
 
     def observe_finish(self, ms: float, context_tokens: float, tenant: str = "") -> None:
         """What a compressing request of `tenant` spent after its job (TenantLaws)."""
@@ -200,7 +200,7 @@ class CostGate:
 
     def contention(self, in_flight: float) -> float:
         """How much slower a compression runs with `in_flight` of them (itself included)
-        on `cores` cores: 4 on 2 cores each took twice its solo time (issue 18)."""
+        on `cores` cores: linear in compressions per core, at least 1."""
         return max(1.0, in_flight / self.cores)
 
     def work_ms(self, context_tokens: int, cached_docs: int, seen_docs: int, total_docs: int,
@@ -237,8 +237,8 @@ class CostGate:
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
                wait_ms: float = 0.0, seen_docs: int = 0, in_flight: float = 1,
                tenant: str = "", held: int = 0) -> Decision:  # fmt: skip
-        """`held`: context tokens a backend already holds as the client sent them (issue
-        29): compressing them saves nothing, so only the rest of the cut is saved."""
+        """`held`: context tokens a backend already holds as the client sent them:
+        compressing them saves nothing, so only the rest of the cut is saved."""
         early = self.decide_early(context_tokens, rate)
         if early is not None:
             return early

@@ -5,22 +5,20 @@ ASGI: no framework Request object on the hot path.
 The pass-through routes (the table in proxy/http/route_table.py) take the same path with
 route "other": no stages. The upstream path is the table's, never the client's bytes.
 The key is checked on the head, before the body is read and before admission: an
-unauthenticated or stalled client holds no admission slot (issue 23). A pass-through
-route keeps tenants apart as the table says (issue 33): a `salted` one gets the
-tenant's cache_salt over the client's (its JSON parsed and written off the loop when
-big), a response id it names must be the tenant's (proxy/tenancy/owners.py). The key is read
-from exactly one Authorization header (`head_headers`), and never goes upstream.
+unauthenticated or stalled client holds no admission slot. A pass-through route keeps
+tenants apart as the table says: a `salted` one gets the tenant's cache_salt over the
+client's (its JSON parsed and written off the loop when big), a response id it names
+must be the tenant's (proxy/tenancy/owners.py). The key is read from exactly one
+Authorization header (`head_headers`), and never goes upstream.
 
-Issue 44: a pass-through route that runs the model (the table's `meter`) is admitted
-by the tenant's quota before it is sent, as chat is by the pipeline's quota stages
-(`quota`: proxy/stages/quota.py; its JSON body parsed to size it), and the telemetry
-middleware counts it in the usage report. A route that creates Responses API ids never
-passes the client's `request_id` upstream: vLLM takes it as the new response's id, so
-a tenant could name (and vLLM's store overwrite) another tenant's response; without
-it every id is vLLM's own random one (with tenancy keys; one tenant may name its own).
-Dropped rather than made tenant-scoped: a scoped id is not the id the client chose
-either, and rewriting ids both ways (answers, GETs, cancels, continuations) would buy
-nothing a random id does not give.
+A pass-through route that runs the model (the table's `meter`) is admitted by the
+tenant's quota before it is sent, as chat is by the pipeline's quota stages (`quota`:
+proxy/stages/quota.py; its JSON body parsed to size it), and the telemetry middleware
+counts it in the usage report. A route that creates Responses API ids never passes the
+client's `request_id` upstream: vLLM takes it as the new response's id, so a tenant
+could name (and vLLM's store overwrite) another tenant's response; without it every id
+is vLLM's own random one (with tenancy keys; one tenant may name its own).
+Why: docs/decisions/0022-edge-and-tenant-isolation.md.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.types import Receive, Scope, Send
@@ -38,6 +35,7 @@ from proxy.context import SCOPE_KEY, RequestContext
 from proxy.errors import InvalidRequest, PayloadTooLarge, ProxyError, describe_error
 from proxy.http.capped import capped, request_id_of
 from proxy.http.head import head_headers
+from proxy.http.principal import EdgeIdentity
 from proxy.http.route_table import Match
 from proxy.prompt.body import Prompt
 from proxy.request.admission import Admission
@@ -48,6 +46,7 @@ from proxy.response.relay import ClientDisconnected, Reply
 from proxy.routing.router import Router
 from proxy.settings import TelemetrySettings
 from proxy.stages.quota import QuotaStage
+from proxy.tenancy.identity import Principal
 from proxy.tenancy.owners import ResponseOwners
 from proxy.upstream.headers import upstream_request_headers
 
@@ -79,25 +78,25 @@ class Forwarder:
     pipeline: Pipeline
     response: ResponsePath  # everything after ranking (proxy/response/)
     admission: Admission
-    authenticate: Callable[[dict[str, str]], str]  # the tenant stage's, for pass-through
+    identity: EdgeIdentity  # the request's Principal, resolved once (proxy/http/principal.py)
     max_body_bytes: int
     log_prompts: bool
-    parser: RequestParser  # the body's parse and shape caps, off the loop when big (issue 33)
-    salt: Callable[[str], str | None]  # the tenant stage's salt_of, for salted pass-through
-    owners: ResponseOwners  # response id -> tenant (issue 33)
-    telemetry: TelemetrySettings  # a longer x-request-id is replaced (issue 33)
-    quota: QuotaStage | None  # the metered pass-through routes' admission (issue 44)
+    parser: RequestParser  # the body's parse and shape caps, off the loop when big
+    owners: ResponseOwners  # response id -> tenant
+    telemetry: TelemetrySettings  # a longer x-request-id is replaced
+    quota: QuotaStage | None  # the metered pass-through routes' admission
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send, found: Match) -> None:
         """`found`: the data plane's match in the route table (proxy/http/route_table.py)."""
         reply = Reply(send)
         try:
             headers = head_headers(scope)
-            tenant = self.authenticate(headers)  # on the head: 401 before the body is read
+            principal = self.identity.of(scope)
+            principal.require()  # on the head: 401 before the body is read
             raw = await read_body(receive, headers.get("content-length"), self.max_body_bytes)
             self.admission.enter()  # the body is in: a stalled client never holds a slot
             try:
-                ctx = await self._prepare(found, raw, headers, tenant)
+                ctx = await self._prepare(found, raw, headers, principal)
                 scope[SCOPE_KEY] = ctx  # for the telemetry middleware, before a stage refuses
                 if ctx.route != "other":  # a pass-through route has no stages
                     await self.pipeline.run(ctx)
@@ -117,30 +116,33 @@ class Forwarder:
             await reply.error(ProxyError("internal error in ragtrim"))
 
     async def _prepare(self, found: Match, raw: bytes, headers: dict[str, str],
-                       tenant: str) -> RequestContext:  # fmt: skip
+                       principal: Principal) -> RequestContext:  # fmt: skip
         request_id = request_id_of(headers.get("x-request-id"), self.telemetry.max_request_id_chars)
         route = found.route.kind
-        if route == "other":  # the key was checked on the head
-            return await self._pass_through(found, request_id, raw, headers, tenant)
+        tenant = principal.require()  # checked on the head
+        if route == "other":
+            return await self._pass_through(found, request_id, raw, headers, principal)
         body = await self.parser.parse(raw, route)
         previous = body.get("previous_response_id")
         if found.route.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found)
+        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found,
+                             principal=principal)  # fmt: skip
         if found.route.owner == "creates" and self.owners.enforced:
-            ctx.prompt.remove(CLIENT_RESPONSE_ID)  # vLLM makes the id (issue 44)
+            ctx.prompt.remove(CLIENT_RESPONSE_ID)  # vLLM makes the id
         return ctx
 
     async def _pass_through(self, found: Match, request_id: str, raw: bytes,
-                            headers: dict[str, str], tenant: str) -> RequestContext:  # fmt: skip
+                            headers: dict[str, str],
+                            principal: Principal) -> RequestContext:  # fmt: skip
         """The table's rules for a pass-through route: the owner of a response id it
         names, the tenant's salt written over the client's, no client-chosen response
         id; a metered JSON body is parsed when quotas size it (or a batch is counted
         for the usage report). Nothing else changes."""
-        spec, body = found.route, {}
+        spec, body, tenant = found.route, {}, principal.require()
         if spec.owner == "reads":
             await self.owners.check(tenant, found.object_id)
-        salt = self.salt(tenant) if spec.salted else None
+        salt = principal.salt if spec.salted else None
         creates = spec.owner == "creates" and self.owners.enforced
         sized = spec.reads_body and (self.quota is not None or spec.meter == "batch")
         if salt is not None or creates or sized:
@@ -151,9 +153,8 @@ class Forwarder:
         previous = body.get("previous_response_id")
         if spec.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        ctx = RequestContext(request_id, "other", raw, body, headers, route_match=found)
-        ctx.tenant = tenant
-        return ctx
+        return RequestContext(request_id, "other", raw, body, headers, route_match=found,
+                              principal=principal)  # fmt: skip
 
     async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
                        reply: Reply, path: str) -> None:  # fmt: skip

@@ -12,8 +12,9 @@ ends the SSE stream with an error event (`Reply.error`), never a silent truncati
 A client that leaves cancels the work (`race_disconnect`), counted by phase; a
 server stopping at its drain deadline ends an open stream with `shutting_down`.
 
-The hook lists are resolved once, here, from the hooks' method names: a request
-pays for the points that some hook defines, and nothing per chunk beyond the one
+The hook lists are resolved once, here, by the points each hook implements
+(proxy/response/points.py, checked at start-up): a request pays for the points that some
+hook defines, and nothing per chunk beyond the one
 stream filter (the usage tap, whose common case is a whole event passed through).
 """
 
@@ -28,6 +29,7 @@ from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import ShuttingDown
 from proxy.metrics import Metrics
+from proxy.response.points import Hook, HookPoints
 from proxy.response.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.settings import TimeoutSettings, UpstreamSettings
 from proxy.upstream.exchange import Exchange
@@ -36,12 +38,11 @@ from proxy.upstream.transport import Transport
 
 class ResponsePath:
     def __init__(self, transport: Transport, timeouts: TimeoutSettings, metrics: Metrics,
-                 upstream: UpstreamSettings, hooks: Sequence[object]):  # fmt: skip
+                 upstream: UpstreamSettings, hooks: Sequence[Hook]):  # fmt: skip
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
         self.max_response_bytes = upstream.max_response_bytes
         self.hooks = list(hooks)
-        points = ("headers", "stream", "body", "done")
-        self._at = {p: [h for h in self.hooks if hasattr(h, p)] for p in points}
+        self._at = HookPoints.of(self.hooks)
 
     async def relay(self, ctx: RequestContext, ranked: Sequence[Endpoint], reply: Reply,
                     receive: Receive, method: str, path: str,
@@ -72,16 +73,16 @@ class ResponsePath:
             ex.accept(None if ctx.route == "other" else "sse" if ctx.stream else "json")
             assert ex.response is not None
             out = list(ex.response.headers)
-            for hook in self._at["headers"]:
+            for hook in self._at.headers:
                 out += hook.headers(ctx, ex)
             if ex.is_sse:
-                for hook in self._at["stream"]:
+                for hook in self._at.stream:
                     ex.tap = hook.stream(ctx, ex) or ex.tap
                 await reply.start(ex.status, out)
                 await relay_stream(reply, ex.chunks(), ex.tap)
             else:
                 parts = await ex.read(self.max_response_bytes)
-                for hook in self._at["body"]:
+                for hook in self._at.body:
                     out += hook.body(ctx, ex, parts)
                 await reply.parts(ex.status, out, parts)
         except BaseException as exc:  # a client leaving cancels this task: also here
@@ -89,5 +90,5 @@ class ResponsePath:
             raise
         finally:
             await ex.close(error)
-            for hook in self._at["done"]:
+            for hook in self._at.done:
                 hook.done(ctx, ex, error)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
@@ -27,7 +27,7 @@ from proxy.context import RequestContext
 @dataclass
 class Cycle:
     """One ranking's state, made by `Router.rank` and handed to every scorer and the
-    picker (as the endpoint picker's CycleState, issue 32): what a scorer learns for the
+    picker (as the endpoint picker's CycleState): what a scorer learns for the
     picker travels here, never in a plugin's own slot. `candidates`: what the filters
     left; `totals`: their weighted scores; `held`: the kv_cache scorer's shares of the
     request (proxy/routing/kv/picker.py `Held`), for the kv pickers."""
@@ -58,6 +58,13 @@ class Scorer(Protocol):
     ) -> dict[Endpoint, float]: ...
 
 
+@runtime_checkable
+class Preparing(Protocol):
+    """A scorer with work to do before ranking, off the event loop where it is big."""
+
+    async def prepare(self, ctx: RequestContext) -> None: ...
+
+
 class Picker(Protocol):
     def order(self, cycle: Cycle) -> list[Endpoint]:
         """Every candidate, best first: the ranking is also the failover order."""
@@ -85,6 +92,7 @@ class Router:
         self.scorers = list(scorers)
         self.picker = picker or HighestScore()
         self.filters = list(filters)
+        self.preparing = [w.scorer for w in self.scorers if isinstance(w.scorer, Preparing)]
 
     def rank(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> list[Endpoint]:
         candidates = list(endpoints)
@@ -100,7 +108,5 @@ class Router:
         """What a scorer must compute before ranking and may not on the event loop
         (the kv_cache scorer's token ids: a worker thread for a large body). `rank`
         stays synchronous: warm-up and failover rank without awaiting."""
-        for weighted in self.scorers:
-            prepare = getattr(weighted.scorer, "prepare", None)
-            if prepare is not None:
-                await prepare(ctx)
+        for scorer in self.preparing:
+            await scorer.prepare(ctx)

@@ -2,8 +2,9 @@
 completions, pass-through) never get here: proxy/server/dataplane.py routes every request by
 the table in proxy/http/route_table.py, and checks the key of the keyed ones, first.
 Handlers are closures over the components create_app built — nothing on app.state.
-Headers are read through `head_headers`, as on the traffic routes: one rule for a
-duplicated Authorization header everywhere (a 401; issue 33)."""
+The caller is the request's Principal, resolved once at the edge
+(proxy/http/principal.py), as on the traffic routes: one rule for a duplicated
+Authorization header everywhere (a 401)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from proxy.components import Components
-from proxy.errors import ProxyError
-from proxy.http.head import head_headers
 from proxy.request.forward import read_body
 from proxy.tenancy.usage_report import usage_report
 
@@ -49,7 +48,7 @@ def build_routes(parts: Components) -> list[BaseRoute]:
 
 def _compress(parts: Components) -> Endpoint:
     async def compress(request: Request) -> JSONResponse:
-        tenant = parts.tenant.authenticate(head_headers(request.scope))  # 401 before any work
+        tenant = parts.identity.of(request.scope).require()  # 401 before any work
         declared = request.headers.get("content-length")
         with parts.ingest.slot(tenant):  # 429 before the body is read (proxy/compression/ingest.py)
             raw = await read_body(request.receive, declared, parts.settings.max_body_bytes)
@@ -60,9 +59,9 @@ def _compress(parts: Components) -> Endpoint:
 
 def _usage(parts: Components) -> Endpoint:
     async def usage(request: Request) -> JSONResponse:
-        """Per-tenant totals (issue 22): a tenant its own, the admin key all."""
-        report = await usage_report(parts.ops.accounting, parts.settings, parts.tenant.authenticate,
-                                    head_headers(request.scope))  # fmt: skip
+        """Per-tenant totals: a tenant its own, the admin key all."""
+        principal = parts.identity.of(request.scope)
+        report = await usage_report(parts.ops.accounting, parts.settings, principal)
         return JSONResponse(report)
 
     return usage
@@ -82,7 +81,4 @@ def _readiness(parts: Components, scope: dict) -> JSONResponse:
 
 def _may_see_details(parts: Components, scope: dict) -> bool:
     """A probe is never refused: a bad or duplicated key only hides the details."""
-    try:
-        return parts.tenant.vouches(head_headers(scope))
-    except ProxyError:
-        return False
+    return parts.identity.vouches(scope)

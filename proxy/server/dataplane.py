@@ -2,8 +2,8 @@
 
 Every HTTP request is routed here, once, by exact match in the route table
 (proxy/http/route_table.py) on the path decoded once (proxy/http/paths.py): anything else
-is a 404 in the envelope, a known path with the wrong method a 405 (issue 23: the raw
-path used to be relayed, `..` and encoded separators included).
+is a 404 in the envelope, a known path with the wrong method a 405; the raw path is
+never relayed.
 
 The OpenAI routes that carry traffic go straight to the forwarder: no framework
 routing, no Request object, no exception middleware on the hot path (profiled, the
@@ -17,7 +17,6 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from proxy.errors import MethodNotAllowed, NotFound, ProxyError
-from proxy.http.head import head_headers
 from proxy.http.paths import normalise
 from proxy.http.route_table import Match, match
 from proxy.request.forward import Forwarder
@@ -59,7 +58,7 @@ class DataPlane:
             return MethodNotAllowed(message), [(b"allow", ", ".join(sorted(methods)).encode())]
         if found.route.keyed:
             try:
-                self.forwarder.authenticate(head_headers(scope))  # 401 before any work
+                self.forwarder.identity.of(scope).require()  # 401 before any work
             except ProxyError as exc:
                 return exc, []
         return None

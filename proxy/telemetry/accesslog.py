@@ -1,8 +1,9 @@
 """The access log: one JSON line per request, on stderr, through `logging`.
 
     {"ts": "2026-12-01T22:30:00.123Z", "request_id": "…", "tenant": "acme",
-     "method": "POST", "route": "/v1/chat/completions", "model": "…",
-     "template": "langchain_stuff", "decision": "compress", "tokens_before": 812,
+     "method": "POST", "route": "/v1/chat/completions", "path": "/v1/chat/completions",
+     "model": "…", "template": "langchain_stuff",
+     "decision": "compress:auto(saved=31ms,cost=4ms)", "tokens_before": 812,
      "tokens_after": 406, "cached_tokens": 128, "backend": "http://10.0.0.5:8000",
      "status": 200, "stream": true, "ttft_ms": 41.2, "total_ms": 380.5}
 
@@ -12,7 +13,7 @@ written to the `ragtrim.access` logger, which has its own stderr handler printin
 bare message (the root format would prefix it and break the JSON) and does not
 propagate. No prompt text, ever, unless `log_prompts` (then the question is added).
 
-Bounded (issue 33: a 1 MB model name made a 1 MB line): `route` is the route table's
+Bounded (docs/decisions/0021-bounded-work-per-request.md): `route` is the route table's
 name (`/v1/responses/{id}`; null for a path outside it), `path` the path as sent, and
 every string field is cut to `telemetry.max_value_chars`, marked `…[+N]`
 (proxy/http/capped.py).

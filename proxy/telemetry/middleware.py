@@ -11,7 +11,7 @@ handed to the server: the client never waits for the shared store. Nothing here 
 when all three are off (create_app then leaves this middleware out).
 
 A client's `traceparent` is continued only when `vouches` accepts its headers (a valid
-key when tenancy has keys; issue 33): its sampled flag must not force spans on
+key when tenancy has keys): its sampled flag must not force spans on
 ragtrim for a client without a key. The span's name and values are bounded
 (proxy/telemetry/tracing.py).
 """
@@ -25,8 +25,6 @@ from contextlib import nullcontext
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from proxy.errors import ProxyError
-from proxy.http.head import head_headers
 from proxy.metrics import Metrics
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.record import RequestRecord
@@ -42,7 +40,7 @@ class TelemetryMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics, *, tracing: Tracing | None = None,
                  access_log: AccessLog | None = None,
                  accounting: Accounting | None = None,
-                 vouches: Callable[[dict[str, str]], bool] | None = None):  # fmt: skip
+                 vouches: Callable[[Scope], bool] | None = None):  # fmt: skip
         self.app = app
         self.vouches = vouches  # None: every client's trace context is continued
         self.metrics = metrics
@@ -89,10 +87,7 @@ class TelemetryMiddleware:
         sent one: the key compare costs a little on every request otherwise)."""
         if self.vouches is None or not any(k == b"traceparent" for k, _ in scope["headers"]):
             return True
-        try:
-            return self.vouches(head_headers(scope))
-        except ProxyError:  # a duplicated Authorization header
-            return False
+        return self.vouches(scope)  # the edge's Principal (proxy/http/principal.py)
 
     async def _after(self, scope: Scope, record: RequestRecord) -> None:
         if self.access_log is not None:

@@ -1,5 +1,6 @@
-"""What operators run a gateway with (issue 22), held together for the composition
-root: tracing, the access log, per-tenant accounting and per-tenant limits.
+"""What operators run a gateway with, held together for the composition root: tracing,
+the access log, per-tenant accounting and per-tenant limits.
+Why: docs/decisions/0042-telemetry-operations.md.
 
 proxy/components.py builds one `Operations` (`make_operations`) and lets it wrap the
 parts it observes: the transport and the router (spans, only with tracing on), the
@@ -14,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from proxy.metrics import Metrics
+from proxy.response.points import Hook
 from proxy.response.quota_settle import QuotaSettleHook
 from proxy.stages.quota import QuotaStage
 from proxy.telemetry.accesslog import AccessLog
@@ -35,7 +37,7 @@ class Operations:
     accounting: Accounting | None = None
     quota: QuotaStage | None = None
     settle: QuotaSettleHook | None = None  # quotas.charge=computed
-    vouches: Callable[[dict[str, str]], bool] | None = None  # may a client steer its trace
+    vouches: Callable[[Scope], bool] | None = None  # may a client steer its trace
 
     @property
     def observing(self) -> bool:
@@ -47,7 +49,7 @@ class Operations:
     def wrap_router(self, router: Any) -> Any:
         return router if self.tracing is None else TracedRouter(router, self.tracing)
 
-    def hooks(self) -> list[object]:
+    def hooks(self) -> list[Hook]:
         """The response hooks operations add: the answer's, when anything reads it, and
         the quota's settlement, which reads it."""
         if self.settle is not None:

@@ -9,26 +9,18 @@ answers the same (proxy/tenancy/accounting.py).
 
 from __future__ import annotations
 
-import hmac
-from collections.abc import Callable
 from typing import Any
 
 from proxy.errors import NotFound
 from proxy.settings import Settings
 from proxy.tenancy.accounting import Accounting, known_tenants
-
-
-def is_admin(headers: dict[str, str], admin_key: str) -> bool:
-    auth = headers.get("authorization", "")
-    key = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-    return bool(admin_key) and hmac.compare_digest(key.encode(), admin_key.encode())
+from proxy.tenancy.identity import Principal
 
 
 async def usage_report(accounting: Accounting | None, settings: Settings,
-                       authenticate: Callable[[dict[str, str]], str],
-                       headers: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+                       principal: Principal) -> dict[str, Any]:  # fmt: skip
     if accounting is None:
         raise NotFound("usage accounting is off (accounting.enabled)", code="not_found")
-    if is_admin(headers, settings.accounting.admin_key):
+    if principal.admin:
         return await accounting.report(known_tenants(settings.tenancy))
-    return await accounting.report([authenticate(headers)])  # 401 for an unknown key
+    return await accounting.report([principal.require()])  # 401 for an unknown key

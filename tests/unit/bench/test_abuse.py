@@ -9,7 +9,7 @@ from bench import abuse
 from bench.lib.abuse_hostile import _request
 from bench.lib.abuse_traffic import envelope_or_stream_error, normal_body
 from bench.lib.outcome import SYSTEM
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 from tests.doubles.stub_vllm import StubVllm
 from tests.support.servers import serving
 

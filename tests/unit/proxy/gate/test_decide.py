@@ -8,6 +8,7 @@ from proxy.backends.endpoint import EndpointPool
 from proxy.gate.decide import CostGate
 from proxy.gate.prefill_law import PrefillLaw
 from proxy.outcome.decision import Why
+from tests.support.jobs import job
 
 
 def gate(**kw) -> CostGate:
@@ -26,9 +27,8 @@ def decide(g: CostGate, tokens=2000, cached=0, total=4, rate=0.33):
     return g.decide(context_tokens=tokens, cached_docs=cached, total_docs=total, rate=rate)
 
 
-class Outcome:  # what CompressionEngine reports
-    def __init__(self, ms, before, hits, misses):
-        self.ms, self.tokens_before, self.hits, self.misses = ms, before, hits, misses
+def Outcome(ms, before, hits, misses):  # noqa: N802 - what CompressionEngine reports
+    return job(before, ms, hits=hits, misses=misses)
 
 
 def test_fast_backend_skips():

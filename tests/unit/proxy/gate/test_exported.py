@@ -7,6 +7,7 @@ import asyncio
 from proxy.compression.recalibration import Recalibration
 from proxy.gate.exported import GateLawCollector
 from proxy.metrics import Metrics
+from tests.support.jobs import job
 from tests.unit.proxy.compression.test_recalibration import (
     Clock,
     Engine,
@@ -50,10 +51,5 @@ def test_the_default_tenants_own_jobs_are_exported_no_named_tenants():
     assert set(laws) == {"prior", "cold"} and laws["cold"] < 20.0  # acme's 45 ms/1k: not shown
 
 
-class _Job:
-    """What CompressionEngine reports for a finished cold job."""
-
-    def __init__(self, ms: float, tokens: int):
-        self.ms, self.work_ms, self.wait_ms, self.question_ms = ms, ms, 0.0, 0.0
-        self.tokens_before, self.hits, self.misses, self.fresh_tokens = tokens, 0, 4, tokens
-        self.seen_tokens = 0
+def _Job(ms: float, tokens: int):  # noqa: N802 - a finished cold job
+    return job(tokens, ms, work_ms=ms, fresh_tokens=tokens)

@@ -3,24 +3,13 @@ GPU speed does not pay for the hand-off, splitting and splicing every job costs,
 big one still does. Measured by the issue-18 rerun: a 450–650-token job took 19 ms where
 a per-token rate predicted ~7."""
 
-from dataclasses import dataclass
-
 import pytest
 
 from proxy.backends.endpoint import EndpointPool
 from proxy.gate.decide import CostGate
+from tests.support.jobs import job
 
-
-@dataclass
-class Out:
-    tokens_before: int
-    ms: float
-    work_ms: float = 0.0
-    wait_ms: float = 0.0
-    hits: int = 0
-    misses: int = 4
-    seen: int = 0
-    in_flight: int = 1
+Out = job  # a cold job over 4 documents
 
 
 def gate() -> CostGate:

@@ -6,27 +6,14 @@ documents it compressed (`fresh_tokens`), memo hits excluded. Each tenant's jobs
 its own requests; a tenant without fresh ones is priced by the calibration runs' law,
 then the prior."""
 
-from dataclasses import dataclass
-
 import pytest
 
 from proxy.backends.endpoint import EndpointPool
 from proxy.gate.decide import CostGate
 from proxy.gate.learning import PerTenant
+from tests.support.jobs import job
 
-
-@dataclass
-class Out:
-    tokens_before: int
-    ms: float
-    work_ms: float = 0.0
-    wait_ms: float = 0.0
-    hits: int = 0
-    misses: int = 4
-    seen: int = 0
-    in_flight: int = 1
-    question_ms: float = 0.0
-    fresh_tokens: int = 0
+Out = job  # a cold job over 4 documents
 
 
 def gate() -> CostGate:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 from tests.support import rawhttp
 from tests.support.servers import serving
 

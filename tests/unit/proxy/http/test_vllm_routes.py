@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from proxy.http import route_table
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 from tests.support import vllm_openapi_routes as fixture
 from tests.support.servers import serving
 

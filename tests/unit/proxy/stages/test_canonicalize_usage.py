@@ -8,7 +8,8 @@ from proxy.settings import CanonicalSettings, TenancySettings
 from proxy.stages.ask_usage import UsageStage
 from proxy.stages.canonicalize import CanonicalizeStage
 from proxy.stages.segment import SegmentStage
-from proxy.stages.tenant import TenantStage, tenant_salt
+from proxy.stages.tenant import TenantStage
+from proxy.tenancy.identity import Identity, tenant_salt
 
 SYSTEM = {"role": "system", "content": "You are terse.  \r\nAnswer briefly."}
 
@@ -66,7 +67,7 @@ async def test_completion_static_part_ends_at_the_segmenters_static_end():
 async def test_tenant_salt_set_through_the_prompt_and_keys_differ_by_tenant():
     keys = []
     for tenant in ("acme", "globex"):
-        stage = TenantStage(TenancySettings(default_tenant=tenant, salt_secret="s"))
+        stage = TenantStage(Identity(TenancySettings(default_tenant=tenant, salt_secret="s")))
         c = ctx({"model": "m", "messages": [SYSTEM], "cache_salt": "mine"})
         await stage(c)
         assert c.body["cache_salt"] == tenant_salt(tenant, "s") and c.tenant == tenant

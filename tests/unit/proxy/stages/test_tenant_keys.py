@@ -6,13 +6,19 @@ import pytest
 from proxy.errors import Unauthorized
 from proxy.http.head import head_headers
 from proxy.settings import TenancySettings
-from proxy.stages.tenant import TenantStage
+from proxy.tenancy.identity import Identity
 
 KEYS = {"key-a": "acme", "key-b": "globex"}
 
 
-def stage() -> TenantStage:
-    return TenantStage(TenancySettings(api_keys=KEYS, salt_secret="s" * 16))
+class Keys:
+    def authenticate(self, headers: dict[str, str]) -> str:
+        identity = Identity(TenancySettings(api_keys=KEYS, salt_secret="s" * 16))
+        return identity.resolve(headers).require()
+
+
+def stage() -> Keys:
+    return Keys()
 
 
 def test_the_bearer_names_the_tenant():

@@ -17,12 +17,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 from proxy.context import SCOPE_KEY, RequestContext
+from proxy.http.principal import EdgeIdentity
 from proxy.metrics import Metrics
 from proxy.settings import TenancySettings
-from proxy.stages.tenant import TenantStage
 from proxy.telemetry.accesslog import LOGGER
 from proxy.telemetry.middleware import TelemetryMiddleware
 from proxy.telemetry.tracing import Tracing
+from proxy.tenancy.identity import Identity
 
 LIMIT = 256
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -48,7 +49,7 @@ async def _answer(scope, receive, send) -> None:
 
 
 def call(tracing: Tracing, path: str, headers: list[tuple[bytes, bytes]], method: str = "POST"):
-    vouches = TenantStage(TENANCY).vouches
+    vouches = EdgeIdentity(Identity(TENANCY)).vouches
     app = TelemetryMiddleware(_answer, Metrics(), tracing=tracing, vouches=vouches)
     scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
              "headers": headers, "query_string": b""}  # fmt: skip

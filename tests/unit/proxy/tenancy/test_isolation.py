@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from cache.store import MemoryStore
-from proxy.stages import tenant as tenant_module
-from proxy.stages.tenant import match_key, tenant_salt
+from proxy.tenancy import identity as tenant_module
+from proxy.tenancy.identity import match_key, tenant_salt
 from tests.support.compressor_doubles import HalfWords
 from tests.support.waiting import wait_for
 

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from proxy.http import route_table
-from proxy.stages.tenant import tenant_salt
+from proxy.tenancy.identity import tenant_salt
 from tests.support.compressor_doubles import HalfWords
 
 TENANCY = {"api_keys": {"key-a": "acme", "key-b": "globex"}, "salt_secret": "route-tenancy-secret"}
