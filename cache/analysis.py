@@ -1,19 +1,16 @@
 """One analysis per document: what every request over the same bytes computed again.
 
-Why: at GPU speed a follow-up over seen documents is answered in 12-30 ms, and ragtrim
-judged the same documents' scripts and split them into sentences again on every turn
-(issue 43: the readable-script check and the stable form's sentence sets were the
-largest shares of a follow-up's Python time; 3.4 ms for a 16k-token set's sentences
-alone). Each analysis is a pure function of one text, so its result is kept by
-content: `get(kind, tenant, text, compute)` runs `compute(text)` once per (kind,
-tenant, text) and hands back the same result after.
+Each analysis (a document's readable-script check, its sentence set, ...) is a pure
+function of one text, so its result is kept by content: `get(kind, tenant, text,
+compute)` runs `compute(text)` once per (kind, tenant, text) and hands back the same
+result after, while kept. Why: docs/decisions/0012-fast-extractive-scoring-and-memos.md.
 
-Keyed by tenant, like every content cache (cache/keys.py, issue 35): a hit is faster
-than a miss, so no tenant may learn from the time whether another sent a document.
-In process only: an analysis costs microseconds per kilobyte, less than a Redis round
-trip would. Bounded in bytes (an estimate of what Python holds) and shared fairly
-between tenants (cache/lru.py). Thread-safe: the compress stage runs big contexts'
-analyses in worker threads.
+Keyed by tenant, like every content cache (cache/keys.py): a hit is faster than a miss,
+so no tenant may learn from the time whether another sent a document. In process only:
+an analysis costs microseconds per kilobyte, less than a Redis round trip would. Bounded
+in bytes (an estimate of what Python holds) and shared fairly between tenants
+(cache/lru.py). Thread-safe: the compress stage runs big contexts' analyses in worker
+threads.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """FeatureCache: each chunk's question-independent compression features, shared.
 
-Why (issue 18): a question-aware compressor's output memo (cache/memo.py) hits only on
-the same question over the same documents; in RAG the documents repeat and the
-questions do not. The document part of the work (compressors/features.py) does not
-depend on the question, so it is memoized per chunk here, keyed by
+A question-aware compressor's output memo (cache/memo.py) hits only on the same
+question over the same documents. The document part of its work (compressors/features.py)
+does not depend on the question, so it is memoized per chunk here (why:
+docs/decisions/0012-fast-extractive-scoring-and-memos.md), keyed by
 
     tenant, compressor feature fingerprint, document content   (not the question)
 

@@ -1,13 +1,11 @@
-"""What ragtrim forwarded to each backend: an approximate prefix index (issue 29, item 1).
+"""What ragtrim forwarded to each backend: an approximate prefix index.
 
-Why: the gate priced every context token as uncached, so it recompressed follow-ups
-whose documents vLLM already held and lost ×3.9 on their TTFT (issue 29). With KV
-events on, proxy/routing/kv/ says exactly what each replica holds; without them, this
-record answers "how many leading tokens of this candidate prompt does backend X
+With KV events on, proxy/routing/kv/ says exactly what each replica holds; without them,
+this record answers "how many leading tokens of this candidate prompt does backend X
 hold?", for the client's original prompt and for a compressed form sent before alike:
 each is a chain of block hashes (cache/prompt_blocks.py), and the record holds the
 blocks of every prompt a backend has prefilled, as llm-d's approximate prefix-cache
-scorer records its routing decisions per pod.
+scorer records its routing decisions per pod. Why: docs/decisions/0015-prefix-cache-reuse.md.
 
 The caller's walk (proxy/ wires it; nothing here reads settings or knows a request):
     blocks  = record.blocks(tenant, units, block_size)   # once per candidate prompt
@@ -27,14 +25,14 @@ that backend for that tenant drops to `age` (every older block reads as evicted 
 more than predicted, where the record held blocks past the horizon, raises it to the
 age of the deepest one vLLM still had (nothing is added: the blocks were recorded).
 Per tenant, not per backend, though eviction is the backend's: one tenant's requests
-must not move another's pricing (issue 33), and each tenant's own misses teach it.
+must not move another's pricing, and each tenant's own misses teach it.
 Why a horizon and not dropping "the blocks beyond that point": the request that
 reported the miss has just prefilled those very blocks, so the backend holds them now;
 what the miss teaches is how long the backend keeps things, which the horizon learns
 and a later hit unlearns. With text units, a gap within TEXT_SLACK is noise of the
 character estimate and teaches nothing. Third, memory: the least recently used block
 goes first, of the tenant holding the most bytes (cache/lru.py ByteLRU with the tenant
-as owner: one tenant's flood evicts its own blocks, issue 33 item 7).
+as owner: one tenant's flood evicts its own blocks).
 
 Bounded in bytes (production-stack #687: an unbounded prefix trie OOM-killed the
 router): BYTES_PER_BLOCK per block under `max_bytes`. BYTES_PER_BLOCK is an upper
@@ -114,7 +112,7 @@ class ForwardedRecord:
 
     def horizon(self, backend: str, tenant: str = "") -> float:
         """How long `backend` is believed to keep `tenant`'s blocks: `ttl` until a miss
-        says less. Per tenant (issue 33: no request teaches the gate for others): a
+        says less. Per tenant (no request teaches the gate for another tenant): a
         tenant whose requests vLLM cannot serve from its cache (a cache_salt the caller
         did not put in `partition`) shortens only its own."""
         return min(self.ttl, self._horizons.get((backend, tenant), self.ttl))

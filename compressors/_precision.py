@@ -1,15 +1,10 @@
 """Device and precision for the torch compressors, chosen by measuring on this machine.
 
-Why measure: precision speed is machine-dependent. On one of our CPUs bf16 ran the
-LLMLingua-2 path 6× slower than fp32 (no native bf16), on another 2× faster (AMX); int8
-dynamic quantization helps on most CPUs but changes a few decisions; on a GPU bf16 is
-usually the fast one. So `precision="auto"` runs a fixed calibration workload
-(calibration.py) once at load in every candidate precision, and keeps the fastest whose
-decisions agree with fp32's on at least `bar + MARGIN` of the units (words for
-LLMLingua-2, sentences for extractive); fp32 is the reference and always qualifies. The
-margin is for the calibration sample's noise: over its ~350 words one standard error of
-an agreement near 0.99 is ≈ 0.005, and a precision picked at 0.9905 there agreed 0.9889
-on bench.compress_cost's documents (smoke run, issue-9a note).
+`precision="auto"` runs a fixed calibration workload (calibration.py) once at load in
+every candidate precision, and keeps the fastest whose decisions agree with fp32's on at
+least `bar + MARGIN` of the units (words for LLMLingua-2, sentences for extractive); fp32
+is the reference and always qualifies. MARGIN is for the calibration sample's noise.
+Why measure, and the margin's size: docs/decisions/0011-compressor-cost-and-calibration.md.
 
 - `resolve_device("auto")` → "cuda" when torch sees a GPU, else "cpu" (compressors
   resolve it at load, so building one imports no model library);
@@ -31,7 +26,7 @@ from dataclasses import dataclass
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "int8")
 AUTO = "auto"
-DEFAULT_BAR = 0.99  # the agreement bar of bench.compress_cost (issue 9 / issue 14)
+DEFAULT_BAR = 0.99  # the agreement bar of bench.compress_cost
 MARGIN = 0.005
 
 

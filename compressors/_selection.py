@@ -11,10 +11,9 @@ budget is filled as far as whole sentences allow.
   non-empty document even when its best sentence alone is over budget.
 
 Never empty: when no sentence fits the pooled budget (one long sentence, a small
-target), the best one is kept anyway, over budget. Dropping everything handed vLLM the
-question alone: a 1,440-character Chinese document, one "sentence" then, compressed to
-0 tokens (issue 23). Sentence splitting bounds the overshoot (sentences.py: no unit
-but an atomic span is longer than `max_chars`).
+target), the best one is kept anyway, over budget. Sentence splitting bounds the
+overshoot (sentences.py: no unit but an atomic span is longer than `max_chars`). Why:
+docs/decisions/0013-text-kept-whole-and-bounded-work.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""Where the tables of a text are: spans that are cut only whole (issue 33).
+"""Where the tables of a text are: spans that are cut only whole.
 
-Why: a table row is one fact; its cells hold sentence ends ("Joined in 2019. Leads the
-storage team."), so the sentence splitter cut inside rows and a fact ended up under
-another row. protect.py's `table` kind makes each table atomic (kept or dropped whole by
-the extractive compressors, every word kept by the token-level ones), and verbatim.py
-counts tables among what a sentence scorer cannot judge.
+protect.py's `table` kind makes each table atomic (kept or dropped whole by the
+extractive compressors, every word kept by the token-level ones), and verbatim.py counts
+tables among what a sentence scorer cannot judge.
+Why: docs/decisions/0013-text-kept-whole-and-bounded-work.md.
 
 A table is any of:
 - a block of two or more consecutive lines that start (after indentation) with a cell

@@ -1,15 +1,12 @@
 """An adaptive budget: keep the sentences whose score clears a margin, not a fixed share.
 
-Why (issue 18): a fixed rate keeps as much of a context that holds one relevant sentence
-as of one that holds ten. Provence (Chirkova et al., "Provence: efficient and robust
-context pruning for retrieval-augmented generation", ICLR 2025) prunes by a threshold
-on its per-sentence relevance instead, so the kept share follows the context. Here the
-threshold is relative, since the scorers' scales differ (BM25 scaled by the request's
-best, cosines): a sentence is kept when its score is at least `margin` standard
-deviations above the mean of the request's sentence scores, best first, within
-`min_rate` and `max_rate` of the context's tokens (one pool across the documents, as
-`Budget.target_tokens`). The budget's `rate` is `max_rate`, so a compressor without
-adaptive selection treats it as that fixed rate.
+The kept share follows the context. The threshold is relative (the scorers' scales
+differ: BM25 scaled by the request's best, cosines): a sentence is kept when its score is
+at least `margin` standard deviations above the mean of the request's sentence scores,
+best first, within `min_rate` and `max_rate` of the context's tokens (one pool across the
+documents, as `Budget.target_tokens`). The budget's `rate` is `max_rate`, so a compressor
+without adaptive selection treats it as that fixed rate.
+Why: docs/decisions/0012-fast-extractive-scoring-and-memos.md.
 """
 
 from __future__ import annotations

@@ -47,8 +47,8 @@ class DocumentResult:
 class CompressionResult:
     """`question_ms`: of the call's time, what the question's part took (its encoding and
     every step whose size grows with it), where the compressor can tell; 0 otherwise.
-    The proxy learns a job's cost from the documents' part only (issue 33: a giant
-    question taught everyone's price a ~320 ms fixed part). Not part of the output: it
+    The proxy learns a job's cost from the documents' part only (why:
+    docs/decisions/0011-compressor-cost-and-calibration.md). Not part of the output: it
     is left out of equality, so the same input still compares equal."""
 
     compressor: str

@@ -7,11 +7,9 @@ well under a second on a GPU and a few seconds on a CPU. Two users, one workload
 - `precision="auto"` (_precision.py) times the precisions on it at load;
 - the proxy's engine compresses it at start-up (proxy/compression/engine.py `calibrate`), so the
   cost gate's first decisions use this machine's cost instead of the compressor's
-  prior, and again while the gate skips for cost (proxy/compression/recalibration.py). Priors are
-  figures from one machine; measured in bench.ttft_sim, the extractive
-  prior of 0.12 ms per token against ≈ 0.5 here made a run's first request 1.5× slower
-  than direct. A failure only leaves the prior in place.
-(Before issue 21 the engine had a second, synthetic workload of its own.)
+  prior, and again while the gate skips for cost (proxy/compression/recalibration.py). A
+  failure only leaves the prior in place.
+Why measure, and why one workload: docs/decisions/0011-compressor-cost-and-calibration.md.
 """
 
 from __future__ import annotations
@@ -55,8 +53,8 @@ def wide_pays(small_ms: float) -> bool:
 def workload(copies: int = 1) -> list[str]:
     """The documents, `copies` times over (each copy marked, so no two are the same
     text): a second size, so the cost law gets a slope and a fixed part from the
-    proxy's own runs (proxy/gate/job_cost.py; one size prices a 2k-token job at the
-    450-token job's ms per token, ×1.8 too dear here: issue 43)."""
+    proxy's own runs (proxy/gate/job_cost.py; why two sizes:
+    docs/decisions/0011-compressor-cost-and-calibration.md)."""
     if copies <= 1:
         return list(DOCUMENTS)
     return [f"{doc} (Copy {k + 1}.)" for k in range(copies) for doc in DOCUMENTS]

@@ -1,13 +1,13 @@
 """A compression's deadline, checked between phases, so an overrun really stops.
 
-Why: Python cannot stop a thread. The proxy answers a compression that overran its
-timeout (it fails open), but the worker thread went on with the job: one 2 MB document
-kept a core busy for ~80 s after its client had its answer (issue 23). So the engine
-runs each job inside `within(deadline)`, and the compressors' building blocks (protected
+Python cannot stop a thread: the proxy answers a compression that overran its timeout
+(it fails open), but the worker thread goes on. So the engine runs each job inside
+`within(deadline)`, and the compressors' building blocks (protected
 spans, sentence splitting, token counting, selection: each runs once per document) call
 `check()`, which raises `DeadlineExceeded` once the deadline has passed. The job ends
 at the next checkpoint and frees its worker; every phase between two checkpoints is
 linear in one document, which the input caps bound (proxy/settings.py, `compression.limits`).
+Why: docs/decisions/0013-text-kept-whole-and-bounded-work.md.
 
 The deadline travels in a `contextvars.ContextVar`, as asyncio's and trio's cancel
 scopes do, and not as an argument: the Compressor protocol (compressors/base.py) stays

@@ -15,7 +15,7 @@ between them (sentences.render_kept). Protected spans (protect.py) are atomic: n
 sentence boundary falls inside a code block, JSON value, table, URL, date or number — but a
 sentence holding one may be dropped as a whole; extraction never rewrites inside a
 sentence. A sentence the scorer cannot judge (Thai, emoji, a base64 run:
-verbatim.keep_unjudged) is kept whatever its score (issue 33).
+verbatim.keep_unjudged) is kept whatever its score.
 
 `precision`: "fp32" (default), "bf16" (about 1.7× faster on CPUs with AVX512-BF16/AMX,
 same picks on our SQuAD sample; slow on CPUs without them), "int8" (dynamic
@@ -28,12 +28,12 @@ fp32's on ≥ 99.5 % (the 99 % bar + a noise margin: _precision.py;
 Sentence embeddings are cached per sentence (key: sha256 of the scope, model id,
 precision and sentence) in any object with `get_many(keys) -> list[bytes | None]` and
 `set_many(mapping)`; by default an in-instance LRU of `cache_size` entries. `scope` (the
-caller's tenant; "" without tenancy) keeps one caller's entries from serving another:
-a hit is ~80× faster than a miss, so a shared entry would tell a tenant, by the time
-it took, which sentences another had sent (vLLM's CVE-2025-46570 class, issue 44).
-`scoped_cache = True` says `compress` takes it (the engine passes its tenant). Scores are
-rounded to `score_decimals` and ties go to the earlier sentence, so a cached and a freshly
-computed embedding (which can differ in the last float bits with batch composition) give
+caller's tenant; "" without tenancy) keeps one caller's entries from serving another, so
+no hit's timing tells a tenant which sentences another sent (why:
+docs/decisions/0014-content-caches-bytes-tenants-expiry.md). `scoped_cache = True` says
+`compress` takes it (the engine passes its tenant). Scores are rounded to
+`score_decimals` and ties go to the earlier sentence, so a cached and a freshly computed
+embedding (which can differ in the last float bits with batch composition) give
 the same choice.
 """
 
@@ -109,7 +109,7 @@ class ExtractiveCompressor:
     version = "1"
     prior_ms_per_1k = 120.0  # ms per 1k cold tokens until measured (dev-machine figure)
     question_aware = True
-    scoped_cache = True  # compress(..., scope=): the embedding cache per caller (issue 44)
+    scoped_cache = True  # compress(..., scope=): the embedding cache per caller
 
     def __init__(
         self,

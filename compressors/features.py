@@ -1,11 +1,11 @@
 """A chunk's question-independent features, and their compact binary form.
 
-Why (issue 18): in RAG it is the documents that repeat across requests, not the
-questions. Most of what `fast_extractive` does per document does not depend on the
-question: sentence splitting (with protected spans), token counting, WordPiece
-tokenization and the static-embedding sum of every sentence. Computed once per chunk
-and memoized (cache/features.py, keyed without the question), a seen document costs
-the question's encoding, a few dot products and the selection.
+What `fast_extractive` does per document that does not depend on the question: sentence
+splitting (with protected spans), token counting, WordPiece tokenization and the
+static-embedding sum of every sentence. Computed once per chunk and memoized
+(cache/features.py, keyed without the question), so a seen document costs the
+question's encoding, a few dot products and the selection.
+Why: docs/decisions/0012-fast-extractive-scoring-and-memos.md.
 
 `ChunkFeatures` holds exactly what the per-request part reads:
 
@@ -16,8 +16,7 @@ the question's encoding, a few dot products and the selection.
 - `ids`      (m,)   int32  those tokens' ids, in text order (m = lengths.sum())
 - `sums`     (n, d) float32 the sum of each sentence's static-embedding rows
 - `unjudged` (n,)   int32  1 where the scorer cannot judge the sentence, kept whatever
-                           its score (verbatim.keep_unjudged; format 2, issue 43: it
-                           scanned every document on every request)
+                           its score (verbatim.keep_unjudged; since format 2)
 
 The sums stay float32: float16 would change scores in the 4th decimal and flip picks,
 and the output must stay byte-identical to the unsplit compressor's. Encoded as one

@@ -10,9 +10,8 @@ returns them sorted and merged. What each compressor does with them:
   sentence that holds one may still be dropped as a whole.
 
 Kinds (all on by default): code (``` fenced blocks ``` and `inline code`), json (balanced
-{...} or [...] that parses as JSON: a pretty-printed array cut between its elements came
-out invalid, issue 33), table (markdown, grid and HTML tables: _tables.py, issue 33), url,
-citation ([1], [2, 3], [4-6]), date (ISO dates, numeric dates, month-name dates, times),
+{...} or [...] that parses as JSON), table (markdown, grid and HTML tables: _tables.py),
+url, citation ([1], [2, 3], [4-6]), date (ISO dates, numeric dates, month-name dates, times),
 number (anything holding a digit, with currency signs, separators and %), negation (not,
 no, never, n't, without, ...). `extra_patterns` adds regexes of your own (compiled with
 re.IGNORECASE | re.MULTILINE).
@@ -131,13 +130,13 @@ def _json_end(text: str, start: int) -> tuple[int | None, int]:
 def json_spans(text: str) -> list[Span]:
     """Inline JSON values: balanced {...} or [...] that `json.loads` accepts.
 
-    Linear in `len(text)`: every candidate `{` or `[` scans up to MAX_JSON_CHARS, so
-    20k unbalanced `{` cost 20k × 20k steps (33 s, issue 23). The characters scanned and
-    parsed over all candidates are therefore capped at JSON_WORK_FACTOR × len(text)
-    (+ one value); past that cap no more JSON is looked for. A value left unprotected
-    (past the cap, or longer than MAX_JSON_CHARS) could be cut between its elements: a
-    document that is mostly JSON never reaches a compressor (verbatim.py), whatever its
-    size. Arrays count since issue 33 (a pretty-printed array came out invalid).
+    Linear in `len(text)`: each candidate `{` or `[` scans up to MAX_JSON_CHARS, and the
+    characters scanned and parsed over all candidates are capped at JSON_WORK_FACTOR ×
+    len(text) (+ one value); past that cap no more JSON is looked for. A value left
+    unprotected (past the cap, or longer than MAX_JSON_CHARS) could be cut between its
+    elements: a document that is mostly JSON never reaches a compressor (verbatim.py),
+    whatever its size. Objects and arrays both count.
+    Why: docs/decisions/0013-text-kept-whole-and-bounded-work.md.
     """
     spans: list[Span] = []
     left = JSON_WORK_FACTOR * len(text) + MAX_JSON_CHARS
@@ -212,7 +211,7 @@ class Protector:
             raise PatternTimeout("a protect pattern ran past its time limit") from exc
 
     def fingerprint(self) -> str:
-        """v2 (issue 33): JSON arrays and tables are protected, so the same text splits
+        """v2: JSON arrays and tables are protected, so the same text splits
         into other sentences; a memo entry of v1 must not be served for it."""
         extra = hashlib.sha256("\x00".join(self.extra_patterns).encode()).hexdigest()[:12]
         return f"protect-v2:{','.join(self.kinds)}:{extra if self.extra_patterns else '-'}"

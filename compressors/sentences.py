@@ -7,15 +7,15 @@ follow — except after common abbreviations and single-letter initials — and 
 break unless the next line goes on in lowercase (a blank line always ends one). No
 boundary falls inside an `atomic` span (code blocks, JSON, URLs: see protect.py).
 
-Scripts written without spaces or without Latin punctuation are split too (issue 23:
-a 1,440-character Chinese document was one "sentence", over any budget, so all of it
-was dropped): a sentence also ends after CJK, Devanagari, Arabic, Ethiopic, Burmese,
-Tibetan and Armenian full stops (。！？ । ؟ ۔ ። ။ ། ։, closing quotes or brackets
-included) with or without whitespace after, and at a space between two Thai
-characters (Thai marks a sentence or clause end with a space). Khmer's ។ ៕ end one too.
+Scripts written without spaces or without Latin punctuation are split too (why:
+docs/decisions/0013-text-kept-whole-and-bounded-work.md): a sentence also ends after
+CJK, Devanagari, Arabic, Ethiopic, Burmese, Tibetan and Armenian full stops
+(。！？ । ؟ ۔ ። ။ ། ։, closing quotes or brackets included) with or without whitespace
+after, and at a space between two Thai characters (Thai marks a sentence or clause end
+with a space). Khmer's ។ ៕ end one too.
 A line that ends with a colon goes on into the next line (a label and its value, "-
-Owner:" then "Alice", were cut apart: issue 33), unless a blank line follows. A sentence longer than
-`max_chars` is cut at its last whitespace within `max_chars`; a window without any
+Owner:" then "Alice", stay one sentence), unless a blank line follows. A sentence longer
+than `max_chars` is cut at its last whitespace within `max_chars`; a window without any
 (a run of CJK without punctuation, base64, a hash) is cut every `max_chars // 5`
 characters (CJK is ≈ 1 token a character: ~240 tokens, a long English sentence),
 never inside an atomic span. So no unit is larger than that except an atomic one.

@@ -1,25 +1,18 @@
 """Grow a stable compressed form so that it answers a new question, keeping its bytes.
 
-Why (issue 29): a follow-up over the same documents must hit vLLM's prefix cache on
-the compressed form sent before (proxy/compression/stable.py reuses it byte for byte), yet
-the form was selected for the earlier questions and may lack what the new one needs.
-Selecting afresh for each question rewrote the documents every turn: no prefix hit
-past the static prefix, follow-ups ×3.9 slower than direct. So the new question's own
-selection (`fresh`, the compressor's output for it) is compared with the form, sentence
-by sentence, and what the form lacks is added AT THE END of its last document:
+A follow-up over the same documents reuses the compressed form sent before byte for
+byte (proxy/compression/stable.py), so that it hits vLLM's prefix cache; but the form was
+selected for the earlier questions and may lack what the new one needs. So the new
+question's own selection (`fresh`, the compressor's output for it) is compared with the
+form, sentence by sentence, and what the form lacks is added AT THE END of its last
+document (why there: docs/decisions/0015-prefix-cache-reuse.md):
 
 - every byte of the form before that point is unchanged, so vLLM still serves the whole
   form from its cache and prefills only the added sentences (and what follows the
-  documents: the conversation, the question), a few dozen tokens;
-- added in place instead (each sentence inside its own document) would change the
-  bytes from the first document that gained one, and every block after it misses:
-  about half the form on average, several hundred tokens;
-- an added sentence keeps its document's identity (issue 44): the sentences of one
-  document go together under a marker that names it, `[document 3]`, 1-based in the
-  context's order. Without it, a permit's subject sentence appended right after another
-  document's "Not approved ..." read as that document's. The marker costs ~4 tokens a
-  group, all in the uncached tail; regrowing in document order would cost every
-  cached block after the first document that gained a sentence.
+  documents: the conversation, the question);
+- an added sentence keeps its document's identity: the sentences of one document go
+  together under a marker that names it, `[document 3]`, 1-based in the context's
+  order (~4 tokens a group, all in the uncached tail).
 
 A sentence is present when the form holds it as a whole sentence (set membership of
 the form's sentence spans: its own document's form text, or its document's group in

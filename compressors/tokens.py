@@ -98,7 +98,7 @@ class HFTokenCounter:
 
     def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
         """count_spans of each text, from one batch encode (the tokenizer's own threads,
-        without the GIL: issue 43)."""
+        without the GIL)."""
         tokenizer = self._tokenizer or self._load()
         if not hasattr(tokenizer, "get_vocab_size"):
             pairs = zip(texts, spans, strict=True)

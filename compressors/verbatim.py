@@ -1,13 +1,10 @@
 """Text a sentence scorer cannot judge is kept whole, never cut blind.
 
-Why: a scorer ranks sentences by the words it knows (BM25 terms, embedding rows). An
-8 KB base64 blob, a 3 KB URL or a fenced code block gives it nothing to rank: the
-blob was cut into fixed-size pieces and half of them dropped (useless either way), and
-"see <3 KB URL>" became "see" (issue 23). Thai, Lao, Khmer, Myanmar and emoji text
-gives it nothing either: all-MiniLM's WordPiece reads each word of them as [UNK], so a
-Thai document was cut at random and its needle dropped (770 → 254 tokens, issue 33);
-a table or a pretty-printed JSON array cut at sentence ends came out as a fact under
-another row, or as JSON that no longer parses (issue 33).
+A scorer ranks sentences by the words it knows (BM25 terms, embedding rows). A base64
+blob, a long URL or a fenced code block gives it nothing to rank; nor do Thai, Lao,
+Khmer, Myanmar and emoji text (all-MiniLM's WordPiece reads each word of them as [UNK]);
+and a table or a JSON value is one unit, not sentences.
+Why: docs/decisions/0013-text-kept-whole-and-bounded-work.md.
 
 A document is *opaque* (kept verbatim, never handed to a compressor) when at least
 OPAQUE_SHARE of its non-space characters lie in
@@ -142,7 +139,7 @@ def _json_end(text: str, start: int, left: int) -> tuple[int | None, int]:
 def is_opaque(text: str) -> bool:
     """Whether the scorer has nothing to judge `text` by (module docstring). A run is
     part of one whitespace-free word, so prose whose longest word is short has none:
-    the run scan (C, but tried at every character) is skipped (issue 43)."""
+    the run scan (C, but tried at every character) is skipped."""
     words = text.split()
     solid = sum(map(len, words))
     if solid == 0:

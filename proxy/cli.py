@@ -4,9 +4,8 @@ Flags are generated from the Settings model so the CLI cannot drift from it:
 nested fields become `--timeouts-connect-s`. A list flag (LIST) takes a JSON list, or a
 plain string: comma-separated for the lists that say so (backends, routing filters
 and scorers split strings themselves), else the list's one item, so that
-`--compression-patterns '(?P<context>.+)'` works although a regex may hold commas
-(issue 23: the help named STR and a string was refused). Invalid settings end the
-command with their errors, not a traceback.
+`--compression-patterns '(?P<context>.+)'` works although a regex may hold commas.
+Invalid settings end the command with their errors, not a traceback.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ class Metrics:
         self.compress_decisions = Counter(
             "ragtrim_compress_decisions", "Cost-gate decisions", ["action"], registry=r
         )
-        self.stable_choices = Counter(  # issue 29: proxy/compression/stable.py
+        self.stable_choices = Counter(  # proxy/compression/stable.py
             "ragtrim_stable_choices", "Cache-aware choices: cached (the client's prompt), "
             "reused (a compressed form as sent before), grown, first", ["choice"], registry=r,
         )  # fmt: skip
@@ -188,7 +188,7 @@ class Metrics:
         )  # fmt: skip
 
     def _kv_instruments(self, r: CollectorRegistry) -> None:
-        """KV-event routing (issue 20, proxy/routing/kv)."""
+        """KV-event routing (proxy/routing/kv)."""
         self.kv_index_blocks = Gauge(
             "ragtrim_kv_index_blocks", "Blocks in the KV index, all backends", registry=r
         )
@@ -228,7 +228,7 @@ class Metrics:
         )  # fmt: skip
 
     def _tenant_instruments(self, r: CollectorRegistry) -> None:
-        """Per tenant (issue 22); the label is bounded to the configured tenants, any
+        """Per tenant; the label is bounded to the configured tenants, any
         other name is counted as "other" (proxy/tenancy/accounting.py)."""
 
         def per_tenant(name: str, text: str) -> Counter:

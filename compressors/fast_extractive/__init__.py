@@ -1,7 +1,7 @@
 """fast_extractive: the request-path extractive compressor and the helpers only it uses.
 
-Why a package: the compressor (compressor.py) is one concept; its private pieces sit beside
-it instead of beside every compressor (issue 21, "packages cut by concept"):
+The compressor (compressor.py) and, beside it, the private pieces only it uses (why a
+package: docs/decisions/0010-compressors-face-and-packages.md):
 - bm25.py: BM25 term weights over the request's sentences;
 - stopwords.py: which WordPiece ids are content words (BM25's query terms);
 - static_embed.py: the static MiniLM embedding (one row per token) and its loader;

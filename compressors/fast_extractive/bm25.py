@@ -1,10 +1,8 @@
 """Okapi BM25 of a few query terms over spans of one token stream, in numpy.
 
-Why our own and not `bm25s`: bm25s tokenizes and indexes a corpus to answer many
-queries; here every request brings a new, small corpus (its sentences) and one query, and
-the WordPiece tokens the static embeddings need are already there. Scoring those costs
-0.03 ms per 1k tokens; bm25s's own tokenize + index + score of the same sentences 0.65
-(one thread, side by side, issue-9a note). The formula is the same
+Every request brings a new, small corpus (its sentences) and one query, scored on the
+WordPiece tokens the static embeddings already need; nothing is indexed (why not `bm25s`:
+docs/decisions/0012-fast-extractive-scoring-and-memos.md). The formula is bm25s's
 (Robertson et al., "Okapi at TREC-3", 1994; idf as in Lucene / bm25s "lucene"):
 
     idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))

@@ -1,13 +1,11 @@
 """Request-path extractive compression: the `extractive` contract at ~1/50 of its cost.
 
-Why: against a GPU-speed backend (≈ 0.03-0.1 ms prefill per prompt token) a compressor
-must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forward costs
-300-500 ms per 1k tokens on one CPU thread. Here no model runs at request time:
+No model runs at request time (why: docs/decisions/0012-fast-extractive-scoring-and-memos.md):
 
 - sentences and protected spans exactly as `extractive` (compressors/sentences.py, protect.py);
 - each document is tokenized once with all-MiniLM-L6-v2's WordPiece (with offsets);
   tokens are assigned to sentences by position;
-- scores (WEIGHTS, chosen by measurement against each signal alone: issue-9a note) mix
+- scores (WEIGHTS, chosen by measurement against each signal alone) mix
   * BM25 of the question's content words over the request's sentences (bm25.py),
   * cosine of the sentence's static embedding (static_embed.py: MiniLM distilled into
     one row per token, model2vec's recipe) to the question's,
@@ -19,7 +17,7 @@ must cost ≲ 10 ms per 1k context tokens cold to pay (issue 9); a MiniLM forwar
 - selection as `extractive` (compressors/_selection.py): best first while the budget has room, one
   pool across documents for `Budget.target_tokens`, per document for `Budget.rate`;
   a sentence the scorer cannot judge (Thai, emoji, a base64 run: verbatim.keep_unjudged)
-  is kept whatever its score (issue 33); kept sentences are re-emitted byte-identical,
+  is kept whatever its score; kept sentences are re-emitted byte-identical,
   in order (sentences.render_kept).
 
 Deterministic: integer counts, float32 sums in a fixed order, scores rounded to
@@ -64,7 +62,7 @@ class FastExtractiveCompressor:
     name = "fast_extractive"
     version = "1"
     prior_ms_per_1k = 10.0  # ms per 1k cold tokens until measured (its target)
-    prior_seen_ms_per_1k = 1.0  # features memoized (issue 18 target), until measured
+    prior_seen_ms_per_1k = 1.0  # features memoized (its target), until measured
     question_aware = True
 
     def __init__(
@@ -142,7 +140,7 @@ class FastExtractiveCompressor:
 
     def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]:
         """Sentences, their token counts, their WordPiece ids and static-embedding sums,
-        each tokenizer's batch API called once for all documents (issue 43)."""
+        each tokenizer's batch API called once for all documents."""
         if self._content is None:
             self.load()
         spans = [split_sentences(d, self.protector.spans(d), self.max_sentence_chars)
@@ -172,7 +170,7 @@ class FastExtractiveCompressor:
     def _signals(self, prepared: PreparedSet,
                  question: str) -> tuple[dict[str, np.ndarray], float]:  # fmt: skip
         """The signals, and the ms of the question's part: its encoding and every step
-        whose size grows with its terms (issue 33: the proxy prices it apart)."""
+        whose size grows with its terms (the proxy prices it apart: `question_ms`)."""
         p = prepared
         asked = question.strip()
         if not asked:  # no question: closeness to the document's own centroid
@@ -260,8 +258,8 @@ class FastExtractiveCompressor:
         """Tokens of a kept text: none when nothing was kept, the document's own count
         when all of it was; else, with kept_counts="spans" (default), the sum of the kept
         sentences' counts in the document (a few tokens off a re-count where separators
-        differ), with "exact" a re-count: a seen document's only tokenizer call, about
-        60 % of its cost (issue 18)."""
+        differ), with "exact" a re-count: a seen document's only tokenizer call (its
+        cost: docs/decisions/0012-fast-extractive-scoring-and-memos.md)."""
         if not kept:
             return 0
         if kept == document:

@@ -66,7 +66,7 @@ class StaticEmbedder:
         return _tokens(self.tokenizer.encode(text, add_special_tokens=False))
 
     def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:
-        """Each text's tokens, from one batch encode (without the GIL: issue 43)."""
+        """Each text's tokens, from one batch encode (it runs without the GIL)."""
         return [
             _tokens(enc)
             for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)

@@ -1,6 +1,6 @@
 """A backend (one vLLM server) and the pool of them. State is per app, never global.
 
-`Endpoint` is THE record of one replica (issue 21): everything ragtrim knows about it
+`Endpoint` is THE record of one replica: everything ragtrim knows about it
 lives here, keyed by nothing else, so it is created and dropped with the pool entry:
 - in-flight requests (the data path and warm-up take and give back a slot);
 - the health state machine: every transition is a method here; the health checker

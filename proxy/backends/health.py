@@ -29,7 +29,7 @@ log = logging.getLogger("ragtrim.health")
 OnHealthy = Callable[[Endpoint], Awaitable[None]]
 # Each check on a connection of its own, as the kubelet's HTTP probes (DisableKeepAlives,
 # kubernetes pkg/probe/http): it proves the backend still accepts connections, and it
-# leaves no idle connection in the data plane's pool (issue 23's descriptor scenario).
+# leaves no idle connection in the data plane's pool.
 CLOSE = [("connection", "close")]
 
 

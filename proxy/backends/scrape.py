@@ -98,7 +98,7 @@ def sample_between(before: dict[str, float] | None, now: dict[str, float]):
 @dataclass(eq=False)
 class MetricsScraper:
     """Reads a backend's /metrics after its responses and writes what it read into the
-    backend's record (issue 32): the prefill sample into `ep.prefill`, the law the gate
+    backend's record: the prefill sample into `ep.prefill`, the law the gate
     prices with (source "metrics", which outranks TTFTs), the queue gauges into `ep.queue`.
     Nothing is wired to it after construction; the feedback only pokes it."""
 

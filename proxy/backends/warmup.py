@@ -4,9 +4,8 @@ bounded in count, concurrency and time. Its prefix cache is then warm before rea
 traffic for those prefixes arrives.
 
 The owner of a prefix is the first backend `Router.rank` gives for the replayed body
-with its prefix key, so warm-up agrees with the routing policy in force (issue 21: it
-used rendezvous hashing under every policy, round-robin included). A replay is a
-request to the backend like any other: it holds an in-flight slot on the record while
+with its prefix key, so warm-up agrees with the routing policy in force. A replay is
+a request to the backend like any other: it holds an in-flight slot on the record while
 it runs (so load-aware routing and the per-backend cap see it) and goes over the data
 plane's transport and error mapping (proxy/upstream/control.py)."""
 
@@ -68,7 +67,7 @@ class Warmer:
 
     def owns(self, ep: Endpoint, key: str, body: dict) -> bool:
         """The router's first choice for this replay is `ep`; a replay without a model
-        (vLLM's served model, issue 31) is checked by the router alone."""
+        (vLLM's served model) is checked by the router alone."""
         model = body.get("model")
         if model is not None and model not in ep.models:
             return False

@@ -1,12 +1,11 @@
-"""What the backends hold of a candidate prompt, by ragtrim's record of what it forwarded
-(issue 29, item 1): the proxy's side of cache/forwarded.py.
+"""What the backends hold of a candidate prompt, by ragtrim's record of what it forwarded:
+the proxy's side of cache/forwarded.py. Why: docs/decisions/0015-prefix-cache-reuse.md.
 
-Why: the gate priced every context token as uncached and recompressed follow-ups whose
-documents vLLM already held (×3.9 slower than direct). Before anything is sent, the
-compress stage asks `held` for the client's prompt and for a compressed form sent
-before (proxy/compression/stable.py); the request's `CachePlan` then carries the blocks of
-what was sent, and the response hooks close the loop: `expect` when the backend is
-known (its headers), `confirm` with the `cached_tokens` vLLM reports.
+Before anything is sent, the compress stage asks `held` for the client's prompt and for
+a compressed form sent before (proxy/compression/stable.py); the request's `CachePlan`
+then carries the blocks of what was sent, and the response hooks close the loop:
+`expect` when the backend is known (its headers), `confirm` with the `cached_tokens`
+vLLM reports.
 
 Which backend: the decision comes before routing, so `held` answers for the backend
 holding the most; the router, by prefix affinity (rendezvous or KV events), sends the
@@ -18,7 +17,7 @@ is corrected by its first `cached_tokens`, which shortens its horizon
 Units: the prompt's text (proxy/prompt/cache_text.py) in fixed-width blocks, converted
 to tokens with the tenant's characters per token; the partition is the model and the
 client's `cache_salt`, as vLLM keys its blocks. The KV index (routing.kv_events) would
-answer exactly, from token ids; it is not consulted here (left for issue 30's fleet).
+answer exactly, from token ids; it is not consulted here.
 """
 
 from __future__ import annotations
@@ -40,11 +39,9 @@ class CacheView:
         self.block_size = block_size
 
     def blocks(self, tenant: str, text: str, partition: str, chars_per_token: float) -> Blocks:
-        """The chain of the first MAX_HASHED_CHARS of `text`: hashing runs on the event
-        loop (~40 µs per 16k characters), and a 2 MB question hashed whole pushed
-        test_hostile_fields' loop stall past its 50 ms bound. Beyond the bound nothing
-        counts as held: the safe side (the tokens are priced as uncached, as before
-        issue 29)."""
+        """The chain of the first MAX_HASHED_CHARS of `text` (hashing runs on the event
+        loop; docs/decisions/0044-compression-service-path.md). Beyond the bound nothing
+        counts as held: the safe side (the tokens are priced as uncached)."""
         return self.record.blocks(tenant, text[:MAX_HASHED_CHARS], self.block_size,
                                   partition=partition, chars_per_token=chars_per_token)  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""The engine's seen-document path (issue 18): features memoized per chunk, any question.
+"""The engine's seen-document path: features memoized per chunk, any question.
 
 A question-aware compressor split in a document part and a request part
 (compressors/features.py) gets its documents' features from the FeatureCache
@@ -37,8 +37,8 @@ class FeaturePath:
         """Whether a job runs on the event loop: every document's features memoized and
         readable (the job is the question's part only: scores, selection, splice; an
         entry of an older format would be computed again, never on the loop) and the set
-        small. The hand-off to a worker and back cost more than that work (issue 43);
-        a bigger set would hold the loop, so it still goes to a worker."""
+        small (a bigger set would hold the loop, so it still goes to a worker).
+        Why: docs/decisions/0044-compression-service-path.md."""
         small = sum(map(len, documents)) <= self.inline_chars
         return small and all(b is not None and readable(b) for b in blobs)
 

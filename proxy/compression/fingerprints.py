@@ -1,15 +1,13 @@
 """The compressor's part of every memo and stable-form key, per rate, made once.
 
-Why: the fingerprint joins the compressor's name, model, settings and its token
-counter's name (compressors/_fingerprint.py); it was rebuilt on every request, up to
-three times (the memo lookup, the stable form's key, the job), ~3 % of a follow-up's
-Python time at GPU speed (issue 43). Everything in it is fixed once the compressor has
+The fingerprint joins the compressor's name, model, settings and its token counter's
+name (compressors/_fingerprint.py). Everything in it is fixed once the compressor has
 loaded (an `auto` precision is chosen by the load: compressors/extractive.py), except
 the counter's name: the target model's tokenizer is found once a backend names its
 model (proxy/compression/token_counter.py). So fingerprints are kept only once `ready`
 says the compressor has loaded (the engine's warm-up), keyed by the counter's name.
 Rates come from clients (`x-ragtrim-rate`), so the table is bounded: past MAX_KEPT
-entries it starts over.
+entries it starts over. Why: docs/decisions/0044-compression-service-path.md.
 """
 
 from __future__ import annotations

@@ -8,12 +8,11 @@ memo, so that at request time compression costs a cache lookup.
 For question-agnostic compressors (llmlingua2) the warmed entries serve every later
 question; question-aware ones (extractive) key on the question given here, and warm
 their per-sentence embedding cache either way. For a compressor split in a document
-and a request part (fast_extractive, issue 18) the documents' question-independent
+and a request part (fast_extractive) the documents' question-independent
 features are stored too (proxy/compression/features.py), with or without a question: every
 later request with any question finds these documents seen (the ingest hook).
 
-Bounded (issue 23: three 5 MB bodies each got 429, then kept the process busy for
-~4 minutes and grew it by 1.7 GB): `Ingest.slot` admits at most
+Bounded (docs/decisions/0044-compression-service-path.md): `Ingest.slot` admits at most
 `compression.limits.ingest_concurrency` requests per tenant, before the body is read
 (429 beyond); the documents are checked against the same limits as a request's
 `ragtrim.documents` (400 too many, 413 too long) before any work; and a compression
@@ -78,7 +77,7 @@ class Ingest:
         """`tenant` scopes the warmed memo entries: only that tenant's requests read them."""
         req = _parse(raw)
         check_documents(req.documents, self.limits, "documents")
-        # the chat path's cap (issue 33): the same scoring question, so the same memo keys,
+        # the chat path's cap: the same scoring question, so the same memo keys,
         # and a 900k-character question never holds the worker's GIL for long
         req.question = cap_question(req.question, self.max_question_chars)
         return await compress_documents(self.engine, req, req.rate or self.default_rate, tenant)

@@ -1,5 +1,5 @@
 """The compression service's long-lived parts, built from settings: the engine, its
-feature cache, the cost gate and the cache-aware path (issue 29). proxy/components.py
+feature cache, the cost gate and the cache-aware path. proxy/components.py
 assembles them with the rest; the LangChain runtime builds its own engine here too."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def make_engine(
 
 def make_feature_cache(c: CompressionSettings, store: KVStore,
                        metrics: Metrics | None) -> FeatureCache | None:  # fmt: skip
-    """Per-chunk features, question-independent (issue 18): in-process, then shared."""
+    """Per-chunk features, question-independent: in-process, then shared."""
     if not c.feature_cache_bytes:
         return None
     if metrics is None:

@@ -10,7 +10,7 @@ So while decisions skip for cost and no job has taught the gate for `every_s`, t
 calibration workload runs again in a compression worker, off the request path (one at a
 time, only when no compression is in flight: it never queues ahead of a request), and
 its sample joins the calibration law (`CostGate.calibrated`: per tenant, the gate prices
-with a tenant's own jobs while it has fresh ones, else with this, issue 33). The law is a
+with a tenant's own jobs while it has fresh ones, else with this). The law is a
 median over its window, so two quiet samples outvote a bad one.
 """
 

@@ -43,9 +43,8 @@ class TargetTokenCounter:
         return self._resolve()(text)
 
     def count_spans(self, text: str, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
-        """The resolved counter's one-encode count (compressors/tokens.py): without it
-        every sentence of a cold document was encoded on its own, ~3 ms per 1k tokens
-        of a 12 ms/1k cold job (issue 43)."""
+        """The resolved counter's one-encode count of every span of `text`
+        (compressors/tokens.py): the total and each span's count."""
         return count_spans(self._resolve(), text, spans)
 
     def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):

@@ -1,5 +1,4 @@
-"""`compression.options`, checked against the compressor they are for (issue 21:
-`options.tokenizer_path` was silently ignored).
+"""`compression.options`, checked against the compressor they are for.
 
 The proxy builds three constructor arguments itself: `count_tokens` from
 `compression.tokenizer` (or the backend model's own tokenizer: proxy/compression/token_counter.py),

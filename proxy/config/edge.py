@@ -15,7 +15,7 @@ class TimeoutSettings(Section):
         gt=0,
         description="Seconds until a streamed request's response headers arrive (a "
         "non-streamed POST waits up to `total_s`: vLLM answers it only once the whole "
-        "generation is done, issue 31).",
+        "generation is done).",
     )
     idle_s: float = Field(60.0, gt=0, description="Seconds allowed between two streamed chunks.")
     total_s: float = Field(900.0, gt=0, description="Seconds for a whole request, stream included.")
@@ -56,7 +56,7 @@ class UpstreamSettings(Section):
         False,
         description="The backends run vLLM with --enable-force-include-usage: every stream "
         "ends with a usage chunk, which ragtrim then never strips (it cannot tell the one it "
-        "asked for from the one the operator forced; issue 31).",
+        "asked for from the one the operator forced).",
     )
 
 
@@ -114,7 +114,7 @@ class HttpSettings(Section):
 
 
 class RequestLimitSettings(Section):
-    """Caps on a request's shape (issue 33): every one bounds work that grows with the
+    """Caps on a request's shape: every one bounds work that grows with the
     body (parsing, checks, canonicalization, token estimates, encoding), so that one
     request cannot hold the event loop. Over a cap: a 400 or 413 in the envelope, with
     `param` naming the field where one can be named (proxy/request/parse.py)."""
@@ -154,7 +154,7 @@ class RequestLimitSettings(Section):
         description="Most entries in `tools` (and in the legacy `functions`) on chat, "
         "completions, Messages and Responses (400 above). vLLM has no tool cap (OpenAI's "
         "128 is not vLLM's), so this one is as large as the other list caps: the work a "
-        "tool costs is bounded by `max_json_values` and `max_body_bytes` (issue 44).",
+        "tool costs is bounded by `max_json_values` and `max_body_bytes`.",
     )
     max_tool_calls: int = Field(
         4096,
@@ -168,7 +168,7 @@ class RequestLimitSettings(Section):
         description="Most keys in any one JSON object of a body (400 above, `param` naming "
         "the object). Real objects are far smaller: a tool's schema has tens of "
         "properties, OpenAI caps `logit_bias` at 300 tokens; one of 290k keys held the "
-        "parse 70-150 ms (issue 44). A vocabulary-wide `logit_bias` (vLLM takes up to the "
+        "parse 70-150 ms. A vocabulary-wide `logit_bias` (vLLM takes up to the "
         "vocabulary's size) needs this raised, or vLLM's `allowed_token_ids` list.",
     )
     max_question_chars: int = Field(

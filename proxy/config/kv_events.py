@@ -1,4 +1,4 @@
-"""vLLM's KV-cache events (issue 20): what ragtrim subscribes to for the `kv_cache`
+"""vLLM's KV-cache events: what ragtrim subscribes to for the `kv_cache`
 scorer and the `cost` picker (proxy/routing/kv/)."""
 
 from __future__ import annotations

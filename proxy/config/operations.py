@@ -17,9 +17,8 @@ class AccessLogSettings(Section):
 
 
 class TelemetrySettings(Section):
-    """Sizes of what logs and traces carry (issue 33: a 1 MB model name made a 1 MB log
-    line and span attribute; a 60 KB x-request-id was logged, traced and echoed):
-    proxy/http/capped.py."""
+    """Sizes of what logs and traces carry: proxy/http/capped.py.
+    Why: docs/decisions/0021-bounded-work-per-request.md."""
 
     max_value_chars: int = Field(
         256,

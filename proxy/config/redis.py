@@ -1,8 +1,7 @@
-"""Redis, in one group: where it is and how long ragtrim waits for it (issue 32: it
-was configured in four places). Two users, two budgets: the cache's calls sit on every
-request's path and fall back to the in-process store (cache/outage.py); the quota
-script and the accounting ledger have their own connections and longer budgets
-(proxy/tenancy/rate_limits.py, proxy/tenancy/accounting.py).
+"""Redis, in one group: where it is and how long ragtrim waits for it. Two users, two
+budgets: the cache's calls sit on every request's path and fall back to the in-process
+store (cache/outage.py); the quota script and the accounting ledger have their own
+connections and longer budgets (proxy/tenancy/rate_limits.py, proxy/tenancy/accounting.py).
 What quotas do while Redis is down is a quota policy: quotas.redis_down."""
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ its operator wrote. `Settings` checks its input and the environment against thes
 tables before validation and refuses to start, naming the replacement. Every section
 also forbids unknown keys (proxy/config/section.py), so a typo fails as well.
 
-- issue 21: shorthands that rewrote other settings gave two ways to say one thing.
-- issue 32: settings shaped like the operator's mind. Every duration ends in `_s` or
-  `_ms`; Redis has one group; each routing plugin's parameters sit beside its name;
-  the per-worker cap is `admission` (not `limits`, beside the unrelated
-  `compression.limits`); the per-backend cap is the filter `room` with its parameter.
+Removed: shorthands that rewrote other settings (two ways to say one thing). Renamed:
+every duration ends in `_s` or `_ms`; Redis has one group; each routing plugin's
+parameters sit beside its name; the per-worker cap is `admission` (not `limits`, beside
+the unrelated `compression.limits`); the per-backend cap is the filter `room` with its
+parameter. `REPLACED` pairs each removed setting with the number of the issue that
+removed it, which the refusal quotes. Why: docs/decisions/0025-settings-and-component-layout.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Routing composed in configuration, as the Gateway API Inference Extension's endpoint
 picker: filters, weighted scorers (each 0..1), a picker, each named with its own
-parameters beside its name (issue 32). Names are checked at start-up
+parameters beside its name. Names are checked at start-up
 (proxy/routing/registry.py)."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class PickerSettings(Section):
     @model_validator(mode="before")
     @classmethod
     def _named(cls, value: Any) -> Any:
-        """A bare name was the picker before issue 32; now it would hide the parameters
+        """A bare name (the picker's old form) is refused: it would hide the parameters
         set beside it (RAGTRIM_ROUTING__PICKER=x beats RAGTRIM_ROUTING__PICKER__EPSILON)."""
         if isinstance(value, str):
             raise ValueError(f"routing.picker={value} (RAGTRIM_ROUTING__PICKER) was renamed in "

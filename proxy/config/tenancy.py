@@ -54,8 +54,8 @@ class TenancySettings(Section):
 
     @model_validator(mode="after")
     def _secret_with_keys(self) -> TenancySettings:
-        """Without a secret, anyone who knows a tenant's name can compute its salt
-        (issue 23): tenancy without one is a configuration error, not a default."""
+        """Without a secret, anyone who knows a tenant's name can compute its salt:
+        tenancy without one is a configuration error, not a default."""
         if self.api_keys and len(self.salt_secret) < MIN_SALT_SECRET:
             raise ValueError(
                 f"tenancy.api_keys is set but tenancy.salt_secret is "
@@ -71,8 +71,7 @@ class TenancySettings(Section):
 
 
 class StoreSettings(Section):
-    """Bounded memory in the stores (issue 23: unique 1 MB system prompts grew RSS by
-    380 MB and kept it; the Redis prefix hashes and hot set never expired)."""
+    """Bounded memory in the stores. Why: docs/decisions/0021-bounded-work-per-request.md."""
 
     memory_bytes: int = Field(
         MEMORY_BYTES,

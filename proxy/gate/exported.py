@@ -1,9 +1,5 @@
-"""The gate's job-cost laws in /metrics, read at scrape time (issue 43).
-
-Why: the gate decides from what it believes a compression costs (proxy/gate/job_cost.py);
-when that belief is wrong nothing is compressed (too dear) or jobs cost more than they
-save (too cheap), and an operator could not see which. Exported, the law can be checked
-against bench.compress_cost or bench.path_cost on the same machine.
+"""The gate's job-cost laws in /metrics, read at scrape time: what the gate believes a
+compression costs (proxy/gate/job_cost.py). Why: docs/decisions/0040-cost-gate-learned-laws.md.
 
     ragtrim_gate_job_ms_per_1k{law}   the per-token part, per 1k tokens
     ragtrim_gate_job_fixed_ms{law}    the fixed part of a job
@@ -12,8 +8,8 @@ against bench.compress_cost or bench.path_cost on the same machine.
 while the gate skips: proxy/compression/recalibration.py), "prior" (the compressor's
 own figure, used until a measurement lands), and, without tenancy, "cold" and "seen"
 (the jobs of the default tenant) and "finish" (its compressions' work after the job,
-proxy/gate/job_cost.py `TenantLaws`). Tenants' own laws are not exported: their figures
-would tell one tenant's traffic to another (issue 44).
+proxy/gate/job_cost.py `TenantLaws`). Tenants' own laws are never exported: their
+figures would tell one tenant's traffic to another.
 """
 
 from __future__ import annotations

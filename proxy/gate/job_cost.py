@@ -1,11 +1,8 @@
 """A compression job's cost: `fixed_ms + per_token × tokens`, learned from observed jobs.
 
-Why: a job costs more than its tokens. The hand-off to a worker thread and back, the
-question's encoding, the selection, the splice and the memo's bookkeeping cost about the
-same for 400 tokens as for 4,000. bench.ttft_sim measured a 450–650-token job at 19 ms
-where the median ms/token learned from the same traffic predicted ~7 ms (issue 18, Intel
-Xeon, 0.03 ms/token cells): priced by a ratio alone, small contexts look cheap (and lose
-at GPU speed) and big ones dear.
+The fixed part is what costs about the same for 400 tokens as for 4,000: the hand-off to
+a worker thread and back, the question's encoding, the selection, the splice and the
+memo's bookkeeping. Why not a ratio alone: docs/decisions/0040-cost-gate-learned-laws.md.
 
 The fit (`fit`, whose slope is also PrefillLaw's, proxy/gate/prefill_law.py) is Theil–Sen:
 the slope (the median of pairwise slopes, over pairs whose token counts differ by ≥
@@ -17,11 +14,9 @@ Without spread, the median ratio and no fixed part: a job of the size seen is pr
 right, a bigger one too dear (the safe side). Refitted when the samples change, over the
 last `window` (32: 496 pairs, ~0.1 ms on the event loop).
 
-Guarded against a request that would teach it a price for everyone (issue 33: twenty
-requests with 910k-character questions taught a ~320 ms fixed part, and victims went
-from `compress:auto(saved=150ms, cost=12ms)` to `skip:not-worth-it(cost=413ms)` for
-about 8 minutes). The question's part of a job is timed apart and not learned here (the
-gate, proxy/gate/decide.py); the gate keeps one law per tenant; and here:
+Guarded against a request that would teach it a price for everyone. The question's part
+of a job is timed apart and not learned here (the gate, proxy/gate/decide.py); the gate
+keeps one law per tenant; and here:
 - each part is clamped to a physical band: the fixed part to [0, MAX_FIXED_MS], the rate
   to [0, MAX_MS_PER_TOKEN] (their comments say where the numbers come from);
 - a sample counts for `max_age` seconds (proxy/gate/learning.py `MAX_AGE_S`, 60 s), so a
@@ -41,7 +36,7 @@ from proxy.gate.learning import MAX_AGE_S, clamp
 MIN_SAMPLE_TOKENS = 64
 MIN_SPREAD = 1.25  # two samples give a slope only when their token counts differ this much
 # A job's fixed part is the hand-off to a worker and back, the splice and the memo's
-# bookkeeping: 12 ms measured on a loaded Intel Xeon (issue 18); the bound is 4 times that.
+# bookkeeping: 12 ms measured on a loaded Intel Xeon; the bound is 4 times that.
 MAX_FIXED_MS = 50.0
 # The dearest compressor measured, LLMLingua-2 fp32 on 2 CPU cores, costs 1.64 ms per
 # token (DESIGN.md); the bound is 12 times that (a CPU shared with a busy neighbour).
@@ -114,7 +109,7 @@ def fit(samples: Iterable[tuple[float, float]]) -> tuple[float, float]:
 
 
 class TenantLaws:
-    """One tenant's laws (issue 33: its jobs price its own requests only): all-unseen
+    """One tenant's laws (its jobs price its own requests only): all-unseen
     jobs teach `cold`, jobs with seen documents `seen` (proxy/gate/decide.py), and every
     compressing request `finish`: what it spends after its job (the merge, the stored
     form's settling and growth, the blocks of what is sent), on the event loop, charged

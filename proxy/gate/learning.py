@@ -1,11 +1,6 @@
-"""What every quantity the cost gate learns from traffic shares (issue 33): samples that
-age out, and one record per tenant.
-
-Why: a learned value prices every later request, so one client that feeds it lies steers
-everyone (the probe of issue 33: whitespace-padded documents taught a characters-per-token
-median that estimated every tenant's ~1.6k-token context at 1 token, still so 70 s later;
-giant questions taught the job-cost law a ~320 ms fixed part that took ~8 minutes to
-leave). So:
+"""What every quantity the cost gate learns from traffic shares: samples that age out,
+and one record per tenant. A learned value prices every later request, so one client
+that feeds it lies must not steer everyone (docs/decisions/0040-cost-gate-learned-laws.md):
 
 - per tenant (`PerTenant`): a tenant's traffic teaches the values its own requests are
   priced with, never another tenant's. Bounded (`MAX_TENANTS`, least recently used
@@ -23,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-MAX_AGE_S = 60.0  # how long a learned sample counts (the recovery bound of issue 33)
+MAX_AGE_S = 60.0  # how long a learned sample counts (the recovery bound)
 MAX_TENANTS = 1024  # tenants whose learned values are kept (least recently used leave)
 
 T = TypeVar("T")

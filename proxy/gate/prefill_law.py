@@ -1,6 +1,6 @@
 """What a backend's prefill costs and how long its queue is: the laws the cost gate
 (proxy/gate/decide.py) reads, kept per backend on its record (`Endpoint.prefill`,
-`Endpoint.queue`, proxy/backends/endpoint.py), so they leave with it (issue 21).
+`Endpoint.queue`, proxy/backends/endpoint.py), so they leave with it.
 The gate's docstring says how it uses them."""
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ class LawPool(Protocol):
 BAND = (0.001, 100.0)
 # a metrics sample (the mean request between two scrapes) that computed fewer tokens was
 # served from the prefix cache: its time is the step's base and the queue's noise, no
-# slope (issue 29: with reused forms most follow-ups are such; they dragged the fitted
-# law of bench.load's sim from 0.03 to 0.003 ms/token, and the gate stopped compressing)
+# slope. Why: docs/decisions/0040-cost-gate-learned-laws.md.
 MIN_METRICS_TOKENS = 256
 
 
@@ -57,18 +56,13 @@ class PrefillLaw:
 
     A fitted slope of 0 (at least half the pairs got no slower with more tokens: the
     samples are queue waits or cache hits, not prefill) is no measurement: `value()` is
-    None, as before any sample. Read as 0 it priced every prefill token at nothing, and
-    the gate, which takes the least of the backends' laws, stopped compressing for the
-    whole pool on one backend's noise (bench.prefix_routing's one-application regime,
-    2026-12-03: two identical replicas, laws 0.0 and 0.129 ms/token). A metrics law that
-    had a slope keeps it while later samples fit none: traffic served from the prefix
-    cache (issue 29's reused forms, `skip:cached`) prefills a few tokens per request and
-    carries no slope; read as "no measurement" it stopped every compression
-    (bench.load, sim 0.03: 36 of 63 requests `skip:no-prefill-measurement`, 0 %
-    compressed, against 97 % with stable forms off). Such samples are not taken at all
-    below MIN_METRICS_TOKENS.
+    None, as before any sample (the gate takes the least of the backends' laws, so a 0
+    would stop compression for the whole pool). A metrics law that had a slope keeps it
+    while later samples fit none (traffic served from the prefix cache, `skip:cached`,
+    prefills a few tokens per request and carries no slope); such samples are not taken
+    at all below MIN_METRICS_TOKENS. Why: docs/decisions/0040-cost-gate-learned-laws.md.
 
-    Who can teach it (issue 33: no request teaches the gate for others). A streamed
+    Who can teach it (no request teaches the gate for others). A streamed
     TTFT is more than the prefill: the wait behind the tenant's own flood, a grammar to
     compile, a huge `n`; a tenant controls all of them. vLLM's own prefill metrics
     (source "metrics", proxy/backends/scrape.py) time the prefill alone, over every

@@ -1,14 +1,9 @@
-"""The gate's token count of a context, estimated from its characters (issue 33).
+"""The gate's token count of a context, estimated from its characters (an exact count
+would run on the event loop), with characters per token learned: they depend on the
+target tokenizer and the text (English ≈ 4, CJK ≈ 1).
 
-Why an estimate: an exact count on the event loop cost ~2.4 ms per 2k tokens, which the
-requests the gate skips paid as pure overhead. Why it is learned: characters per token
-depend on the target tokenizer and the text (English ≈ 4, CJK ≈ 1).
-
-Why it is guarded: it decides `skip:short-context`, and a skipped request teaches
-nothing, so a wrong value used to stick. The issue-33 probe taught one process-wide
-median, fed by every outcome (memo hits too), that whitespace-padded documents are
-thousands of characters per token; every tenant's ~1.6k-token context was then
-estimated at 1 token and skipped until restart. So a sample is:
+It decides `skip:short-context`, and a skipped request teaches nothing, so a wrong value
+would stick; why it is guarded: docs/decisions/0040-cost-gate-learned-laws.md. A sample is:
 
 - the compressor's own count of documents it tokenized in this request (`Outcome.fresh`,
   memo hits excluded: a hit measures nothing, and replaying one is free);

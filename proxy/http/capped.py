@@ -1,9 +1,4 @@
-"""Sizes in telemetry: what a client sends reaches logs and traces only bounded (issue 33).
-
-A 1 MB model name made a 1 MB access-log line and a 1M-character span attribute; a
-60 KB x-request-id was logged, traced and echoed back; span names carried the raw path,
-unbounded in length and in count (each distinct name is a series in a tracing
-backend). So:
+"""Sizes in telemetry: what a client sends reaches logs and traces only bounded.
 
 - every string a log line or a span attribute carries passes `capped`: at most
   `telemetry.max_value_chars` characters, the cut marked `…[+N]` (N characters left out),
@@ -14,6 +9,8 @@ backend). So:
 - a span is named from the route table (`route_name`: `/v1/responses/{id}`, never the
   id), and a method outside HTTP's registered ones is `_OTHER`, as OpenTelemetry's
   semantic conventions name it.
+
+Why: docs/decisions/0021-bounded-work-per-request.md.
 """
 
 from __future__ import annotations

@@ -9,9 +9,8 @@ from proxy.errors import Unauthorized
 
 def head_headers(scope: Scope) -> dict[str, str]:
     """The request's headers by name. Every key ragtrim reads comes from here, so one
-    rule holds on every route (issue 33: chat read the last of two Authorization
-    headers, /v1/compress and the usage report the first, and a bad key followed by a
-    good one was let in): a second Authorization (or x-api-key) header is a 401."""
+    rule holds on every route: a second Authorization (or x-api-key) header is a 401.
+    Why: docs/decisions/0022-edge-and-tenant-isolation.md."""
     headers: dict[str, str] = {}
     for k, v in scope["headers"]:
         name = k.decode("latin-1")

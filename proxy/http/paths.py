@@ -1,12 +1,11 @@
 """A request path, percent-decoded exactly once, or None when it is not a path ragtrim
 routes.
 
-Issue 23: `/v1/x/../chat/completions` and `/v1/%2e%2e/metrics` reached other backend
-paths because the raw path was relayed and the HTTP client resolved `..` (RFC 3986
-§5.2.4), and an encoded `%3F` became a real query. Here nothing is resolved: a `.` or
+Nothing is resolved (an HTTP client would resolve `..`, RFC 3986 §5.2.4): a `.` or
 `..` segment, or a character that would change a URL's meaning once decoded (`?`, `#`,
 `\\`, `%` left over from double encoding, control characters), makes the path unroutable
 (a 404 in the envelope). Routing is then an exact lookup in proxy/http/route_table.py.
+Why: docs/decisions/0022-edge-and-tenant-isolation.md.
 """
 
 from __future__ import annotations

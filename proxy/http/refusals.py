@@ -1,4 +1,4 @@
-"""How the HTTP edge answers before or beside the app (issue 23): its errors are in the
+"""How the HTTP edge answers before or beside the app: its errors are in the
 one tree of proxy/errors.py (RequestTimeout, HeadTooLarge, TooManyConnections); here is
 what it makes of the HTTP parser's refusals, and the raw response it writes when no
 ASGI cycle exists yet."""

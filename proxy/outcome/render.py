@@ -7,7 +7,8 @@ from __future__ import annotations
 from proxy.outcome.request import RequestOutcome
 
 # What shows a cache hit (the time taken, the memo's hits, the features already seen):
-# the headers hook keeps these from clients when tenancy is on (issue 44).
+# the headers hook keeps these from clients when tenancy is on
+# (docs/decisions/0041-tenancy-quotas-accounting-owners.md).
 CACHE_TELLING = frozenset({"x-ragtrim-compress-ms", "x-ragtrim-cache-hits",
                            "x-ragtrim-features-seen"})  # fmt: skip
 BACKEND = "x-ragtrim-backend"  # the replica that answered (tenancy.backend_header)

@@ -6,6 +6,5 @@
 - `prefix/`: the static prefix (system prompt, tools) made byte-stable and keyed.
 - `body.py`: the `Prompt` adapters (chat, completion), the one place a body is rewritten.
 
-Before issue 21 segmentation sat under `compressors/`, though the compressors never
-see a prompt (only documents) and `proxy/prefix` needed it to read chat messages.
+Why one package: docs/decisions/0020-prompt-recognition.md.
 """

@@ -1,5 +1,5 @@
 """The Anthropic Messages API body (/v1/messages) as chat messages (proxy/prompt/view.py),
-so context in `system` or in content blocks is found as on chat (issue 31).
+so context in `system` or in content blocks is found as on chat.
 
     system: "text"                 a system message (the static prefix)
     system: [{"type": "text"}...]  a system message per text block

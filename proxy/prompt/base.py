@@ -24,7 +24,7 @@ class Prompt:
     @property
     def model(self) -> str | None:
         """The model asked for; None when the body names none (vLLM then answers with
-        its served model: issue 31) or on a pass-through route's body."""
+        its served model) or on a pass-through route's body."""
         model = self.body.get("model")
         return model if isinstance(model, str) else None
 
@@ -46,7 +46,7 @@ class Prompt:
     def encode(self, raw: bytes) -> bytes:
         """The bytes to send upstream: the client's own unless something changed.
         Integers beyond 64 bits stay exact (proxy/prompt/exact_json.py), at orjson's
-        speed: this runs on the event loop (issue 33)."""
+        speed: this runs on the event loop."""
         if not self.modified:
             return raw
         return dumps(self.body)
@@ -55,7 +55,7 @@ class Prompt:
         """Make a streamed request report usage; True when the client had not asked.
         Only the final usage chunk: vLLM honours `continuous_usage_stats` only with
         `include_usage`, so a client that sent it alone gets no usage from vLLM, and
-        must get none through ragtrim either (issue 31: usage on every chunk)."""
+        must get none through ragtrim either."""
         options = self.body.get("stream_options") or {}
         if not self.stream or not isinstance(options, dict) or options.get("include_usage"):
             return False

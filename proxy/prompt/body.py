@@ -94,10 +94,9 @@ class ChatPrompt(ChatBody):
 
 class DocumentsChatPrompt(ChatBody):
     """A chat body with vLLM's `documents` field (segment/documents.py). Not a ChatPrompt:
-    cache_text renders no `documents`, so compressing them changed nothing in its text,
-    and a repeat was judged `skip:cached` and sent uncompressed (the first one was
-    compressed: issue 31). cache_text gives None for it: the gate prices it as fresh,
-    every time, and the memo gives the same compressed texts back."""
+    cache_text renders no `documents`, so it gives None for this body: the gate prices
+    it as fresh, every time, and the memo gives the same compressed texts back.
+    Why: docs/decisions/0027-reusing-document-work.md."""
 
 
 class CompletionPrompt(Prompt):
@@ -136,7 +135,7 @@ def strip_multipart_tags(messages: list[Any]) -> list[Any] | None:
     """The messages with ragtrim's tags removed from the text parts of a content list
     that has several (None when there were none). Segmentation addresses one text per
     message (proxy/prompt/segment/messages.py), so those documents are not compressed,
-    but their tags must not reach the model either (issue 23). Tags go as the tags
+    but their tags must not reach the model either. Tags go as the tags
     recogniser would take them from one text: a message with a closed document tag
     pair loses its pairs and its question tags; a stray tag alone stays."""
     out, changed = list(messages), False

@@ -1,4 +1,4 @@
-"""A candidate prompt as the text its prefix-cache blocks are hashed from (issue 29).
+"""A candidate prompt as the text its prefix-cache blocks are hashed from.
 
 The gate asks "how much of this prompt does a backend hold?" for the client's prompt and
 for a compressed form of it, before anything is sent (cache/forwarded.py). Both are

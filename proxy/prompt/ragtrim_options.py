@@ -5,9 +5,9 @@ body field `ragtrim: {"rate": r, "compress": false, "documents": [...], "questio
 settings fill in what a request does not say. An invalid value is a 400 whether or not a
 RAG context is found, so a typo never passes silently on the requests it would affect:
 every value is checked strictly, each one present (a header does not hide a bad body
-value), and an unknown key in the body field is a 400 too (issue 23: `compress: maybe`
-and `"rate": true` passed). Accepted switches: on/off, true/false, yes/no, 1/0. A rate
-is a number in (0, 1] or exactly "auto" (an adaptive budget: compressors/adaptive.py).
+value), and an unknown key in the body field is a 400 too. Accepted switches: on/off,
+true/false, yes/no, 1/0. A rate is a number in (0, 1] or exactly "auto" (an adaptive
+budget: compressors/adaptive.py).
 """
 
 from __future__ import annotations

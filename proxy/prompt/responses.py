@@ -1,6 +1,6 @@
 """The Responses API body (/v1/responses) as chat messages (proxy/prompt/view.py), so
 the recognisers that find context on chat (framework templates, tags, patterns, the
-`ragtrim` field) find it in `instructions` and `input` too (issue 31).
+`ragtrim` field) find it in `instructions` and `input` too.
 
     instructions                         a system message (the static prefix)
     input: "text"                        a user message

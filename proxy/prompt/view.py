@@ -1,5 +1,5 @@
 """A body whose prompt is chat messages under other names (the Responses and Messages
-APIs, issue 31), read through a chat-message view so every stage works as on chat.
+APIs), read through a chat-message view so every stage works as on chat.
 
 A subclass says only how its body reads as chat messages (`view`): each message of the
 view, and where its text lives in the body (an `Address`, None when it has no one text

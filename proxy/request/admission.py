@@ -6,7 +6,7 @@ elsewhere):
 - `admission.max_in_flight`: requests in flight in this worker, counted from the moment the
   body is read to the last byte relayed. The key is checked on the head and the body
   read before a slot is taken (proxy/request/forward.py), so an unauthenticated client, or one
-  that stalls its body until http.body_timeout_s cuts it, never holds one (issue 23);
+  that stalls its body until http.body_timeout_s cuts it, never holds one;
 - the per-backend cap is a routing filter, `room:N` (proxy/routing/filters.py):
   a backend at its limit is not a candidate; when every candidate is full the request
   gets the same 429 with Retry-After.

@@ -6,22 +6,22 @@ code rather than a pydantic model: on the hot path a model validation of the who
 message list cost more than the rest of the parse (and the proxy reads only these).
 orjson parses ≈ 5× faster than the stdlib and bounds nesting depth (a body nested
 100,000 deep is a 400, not a RecursionError). It reads an integer beyond 64 bits as a
-float (10**20 became 1e+20 in rewritten bodies: issue 23), so a body with a run of 19
-or more digits, the shortest such integer, is parsed again by the stdlib, whose ints
-are exact; proxy/prompt/exact_json.py writes them back exactly.
+float, so a body with a run of 19 or more digits, the shortest such integer, is parsed
+again by the stdlib, whose ints are exact; proxy/prompt/exact_json.py writes them back
+exactly.
 
-Bounded work (issue 33): a 14 MB body of 25k tools held the event loop 2.4 s. A JSON
-parser holds the GIL for its whole call, in a worker thread too, so the parse itself
-is bounded before it starts: the raw bytes' commas, colons and brackets bound the
-values it will build, an object's keys included (`requests.max_json_values`,
-`max_json_containers`; 413): a key costs the parse about two values (issue 44: one
-290k-key object, under every cap then, held it 70-150 ms). After it, one object's keys
-(`max_object_keys`; looked for only when the colons alone pass the cap, so an ordinary
-body pays one count) and the counts ragtrim's later work walks (messages, content parts,
-tools, tool calls; on chat, and on Messages and Responses under their own names) are
-capped, each a 400 naming its field as OpenAI's API does (`array_above_max_length`).
+Bounded work: a JSON parser holds the GIL for its whole call, in a worker thread too,
+so the parse itself is bounded before it starts: the raw bytes' commas, colons and
+brackets bound the values it will build, an object's keys included
+(`requests.max_json_values`, `max_json_containers`; 413): a key costs the parse about
+two values. After it, one object's keys (`max_object_keys`; looked for only when the
+colons alone pass the cap, so an ordinary body pays one count) and the counts ragtrim's
+later work walks (messages, content parts, tools, tool calls; on chat, and on Messages
+and Responses under their own names) are capped, each a 400 naming its field as
+OpenAI's API does (`array_above_max_length`).
 `RequestParser` runs all of it in a worker thread for a body above `offload_bytes`,
 where the Python-level checks let the loop in between.
+Why: docs/decisions/0021-bounded-work-per-request.md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from proxy.settings import RequestLimitSettings
 
 # Every digit to "0" and "[" to "{", then substring searches and counts: the same
 # meaning as re.search(rb"\d{19}"), ~2 ms on a 2 MB body where the regex took 60-100 ms
-# on the event loop (issue 23); the same bytes count the containers and values. JSON's
+# on the event loop; the same bytes count the containers and values. JSON's
 # whitespace becomes '"', so every key, whatever the spacing before its `:`, shows as
 # '":' (prose's "Rule: ..." does not): a bound on keys tighter than the colons.
 _MARKS = bytes.maketrans(b"123456789[ \t\r\n", b'000000000{""""')
@@ -65,7 +65,7 @@ def parse_json(raw: bytes, limits: RequestLimitSettings | None = None) -> dict[s
 
 
 def _check_size(marks: bytes, limits: RequestLimitSettings) -> int:
-    """413 before parsing: upper bounds on what the parse would build (issues 33, 44);
+    """413 before parsing: upper bounds on what the parse would build;
     the bound on keys (every `:`), for the cap on one object's keys."""
     containers, keys = marks.count(b"{"), marks.count(b":")
     if keys > limits.max_object_keys:  # ~1 ms a MB: only where the colons could matter
@@ -125,7 +125,7 @@ def _too_long(param: str, count: int, cap: int, setting: str) -> InvalidRequest:
 
 
 def _check_common(data: dict[str, Any], limits: RequestLimitSettings) -> None:
-    model = data.get("model")  # optional, as in vLLM: its served model answers (issue 31)
+    model = data.get("model")  # optional, as in vLLM: its served model answers
     if model is not None and not isinstance(model, str):
         raise _fail("model", "must be a string")
     if not isinstance(data.get("stream", False), bool):
@@ -168,8 +168,8 @@ def _check_messages(messages: Any, limits: RequestLimitSettings) -> None:
 
 
 def _check_anthropic(data: dict[str, Any], limits: RequestLimitSettings) -> None:
-    """/v1/messages under chat's caps (issue 44: 49k system blocks cost 0.6 s a request):
-    `messages`; content blocks, `system` blocks and tool_result contents as parts."""
+    """/v1/messages under chat's caps: `messages`; content blocks, `system` blocks and
+    tool_result contents as parts."""
     parts = _count_parts(data.get("system"), "system", 0, limits)
     messages = data.get("messages")
     if not isinstance(messages, list):
@@ -186,7 +186,7 @@ def _check_anthropic(data: dict[str, Any], limits: RequestLimitSettings) -> None
 
 
 def _check_responses(data: dict[str, Any], limits: RequestLimitSettings) -> None:
-    """/v1/responses under chat's caps (issue 44): `input` items as messages, their
+    """/v1/responses under chat's caps: `input` items as messages, their
     content parts (and a function_call_output's listed output) as parts."""
     items = data.get("input")
     if not isinstance(items, list):
@@ -225,7 +225,7 @@ def _is_prompt(prompt: Any) -> bool:
 def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = None) -> dict:
     """JSON-decode, bound and type-check; return the plain dict (the forwarded truth).
 
-    What vLLM accepts passes (issue 31): `model` may be absent (vLLM answers with its
+    What vLLM accepts passes: `model` may be absent (vLLM answers with its
     served model; proxy/routing/filters.py ServesModel routes such a request), and a
     completions body may carry `prompt_embeds` instead of `prompt` (vLLM with
     --enable-prompt-embeds; relayed uncompressed, its base64 left for vLLM to judge)."""

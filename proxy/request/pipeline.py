@@ -8,7 +8,7 @@ Stages therefore change `ctx` only once their work has succeeded.
 With tracing on, the stages that cost time (TRACED_STAGES) each run in a span
 (proxy/telemetry/tracing.py). Every stage's time goes to `ragtrim_stage_seconds{stage}`
 (a count and a sum, ~1 µs a stage): where ragtrim's own time per request goes, at GPU
-speed the figure that decides whether compressing pays (issue 43, bench.path_cost).
+speed the figure that decides whether compressing pays (bench.path_cost).
 """
 
 from __future__ import annotations

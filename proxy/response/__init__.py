@@ -1,5 +1,5 @@
-"""The response half of a request, as a pipeline of hooks (issue 21), mirroring the
-request stages (proxy/request/pipeline.py).
+"""The response half of a request, as a pipeline of hooks, mirroring the request stages
+(proxy/request/pipeline.py). Why: docs/decisions/0043-response-path-and-hooks.md.
 
 path.py   `ResponsePath.relay`: the one call the forwarder makes after ranking. It
           drives the exchange (failover, accept, deadlines, close: proxy/upstream/),

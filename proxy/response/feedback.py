@@ -4,8 +4,8 @@ the prefix registry. Never on the client's critical path; failures fail open.
 The gate's prefill samples come from two sources: a streamed response's TTFT with
 the usage vLLM reported, and (for every response, streamed or not) the backend's own
 prefill metrics, read by `prefill` (a MetricsScraper, proxy/backends/scrape.py) when set.
-The metrics outrank TTFTs, and a TTFT teaches only its tenant's view (issue 33: a
-tenant can inflate its own TTFTs, proxy/gate/prefill_law.py).
+The metrics outrank TTFTs, and a TTFT teaches only its tenant's view (a tenant can
+inflate its own TTFTs: proxy/gate/prefill_law.py).
 
 Per-backend totals live on the backend's record (proxy/backends/endpoint.py): an answer
 from a backend that has left the pool meanwhile (discovery) updates nothing about it,
@@ -61,7 +61,7 @@ class Feedback:
             self.metrics.prefix_hit_ratio.labels(backend).set(ep.cached_tokens / ep.prompt_tokens)
         if ttft_ms is not None:
             self.metrics.prefill_samples.labels(backend, "stream").inc()
-            # a TTFT teaches only its tenant's view (issue 33: proxy/gate/prefill_law.py)
+            # a TTFT teaches only its tenant's view (proxy/gate/prefill_law.py)
             self.gate.observe_prefill(backend, prompt - cached, ttft_ms, "stream", tenant)
         if self.prefill is not None:
             self.prefill.poke(backend)

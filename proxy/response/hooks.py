@@ -4,22 +4,22 @@
 
 - `UsageHook`: vLLM's usage, from the SSE stream (the usage tap, proxy/response/usage_tap.py) or
   from a whole JSON body, kept only when sane; `x-ragtrim-cached-tokens` on a JSON
-  answer; bad usage counted, never raised (issue 23).
+  answer; bad usage counted, never raised.
 - `HeadersHook`: `x-request-id`, `x-ragtrim-backend` (off by default with tenants)
   and the request's outcome as `x-ragtrim-*` headers (proxy/outcome/render.py).
 - `TimingHook`: a streamed answer's TTFT and TPOT per backend, from the exchange's
   own chunk times (recorded once, in proxy/upstream/exchange.py).
 - `FeedbackHook`: `Feedback.observe`, which feeds the cost gate, Prometheus and the
   prefix registry (proxy/response/feedback.py).
-- `OwnerHook`: the tenant of each response id /v1/responses answers with (issue 33).
+- `OwnerHook`: the tenant of each response id /v1/responses answers with.
 - `PrefixRecordHook`: what was sent to which backend, and what vLLM then reported it
-  held, into the record of forwarded prompts (issue 29: proxy/compression/cache_view.py).
+  held, into the record of forwarded prompts (proxy/compression/cache_view.py).
 
 Pass-through routes (`route == "other"`) get the headers and their owner record and
 nothing else: their bodies are not OpenAI completions, so there is no usage to read or
 learn from. The usage tap is a chat/completions stream's and the id tap a
 /v1/responses stream's; on a Responses stream that goes through the pipeline (route
-"responses", issue 31) the Responses usage tap reads usage and runs the id tap as its
+"responses") the Responses usage tap reads usage and runs the id tap as its
 watcher (one filter per stream). The Responses and Messages APIs send usage unasked, in
 their own names: read from their final events (or the JSON body) and renamed to chat's.
 """
@@ -69,7 +69,7 @@ class UsageHook:
     def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | ResponsesUsageTap | None:
         """The tap that reads (and, when ragtrim added it, strips) the usage chunk.
         With `upstream.backend_forces_usage` nothing is stripped: vLLM's
-        --enable-force-include-usage sends that chunk to every client (issue 31)."""
+        --enable-force-include-usage sends that chunk to every client."""
         if ctx.route == "other":
             return None
         if ctx.route in _OWN_USAGE:  # sent unasked (response.completed, message_delta)
@@ -158,13 +158,13 @@ class FeedbackHook:
 
 
 class OwnerHook:
-    """The tenant of every response id a /v1/responses answer names (issue 33), from
+    """The tenant of every response id a /v1/responses answer names, from
     the JSON body's `id` or the stream's `response.created` event (proxy/response/ids.py):
     later GETs, cancels and continuations are checked against it (proxy/tenancy/owners.py).
     Only the `creates` routes of the table, only answers of 200, only with tenants, and
-    only stored answers (issue 44): `store` absent or not false (vLLM's default is
-    true). An answer vLLM does not store has nothing to read, cancel or continue, and
-    recording it let one tenant's cheap `store: false` flood push others' records out."""
+    only stored answers: `store` absent or not false (vLLM's default is true); an answer
+    vLLM does not store has nothing to read, cancel or continue.
+    Why: docs/decisions/0041-tenancy-quotas-accounting-owners.md."""
 
     def __init__(self, owners: ResponseOwners):
         self.owners = owners

@@ -1,5 +1,5 @@
 """The id a Responses API answer names, read without joining or parsing it whole on the
-loop (issue 33: ids are recorded per tenant, proxy/tenancy/owners.py).
+loop (ids are recorded per tenant: proxy/tenancy/owners.py).
 
 vLLM writes its pydantic models in field order: a /v1/responses JSON body starts with
 `{"id": "resp_…"`, and a stream's first event (`response.created`) carries

@@ -4,7 +4,7 @@ unchanged.
 WHATWG HTML, "Server-sent events", §9.2.5 (event stream interpretation): a line ends
 with CRLF, a lone LF or a lone CR, and an event ends at an empty line, i.e. two line
 ends in a row: `\\n\\n`, `\\r\\n\\r\\n`, `\\r\\r`, or any mix (`\\n\\r\\n`, `\\r\\n\\n`...).
-Splitting on `\\n\\n` alone held a CRLF stream back until its very end (issue 23).
+Why every one of them: docs/decisions/0043-response-path-and-hooks.md.
 
 `EventSplitter` cuts a byte stream into whole events, each with its own delimiter
 (so joining them gives back the input), and holds at most `max_event` bytes of an

@@ -10,16 +10,16 @@ vLLM stamps `system_fingerprint` on the terminal chunks (those with a finish_rea
 only when usage is off; with usage on it moves it to the usage chunk (vLLM 0.32,
 chat_completion/serving.py). So when the tap strips a usage chunk ragtrim added, it
 holds the terminal chunks until that chunk and gives them its fingerprint: the client
-sees the stream vLLM would have sent it (issue 31: the fingerprint disappeared). With
+sees the stream vLLM would have sent it. With
 several choices (n > 1, or a list of prompts) the chunks that follow the first terminal
 one are held with it, in order, so the later choices' last tokens reach such a client
 with the usage chunk's arrival (the end of the generation), not before.
 
 A backend's usage is data from the network: `sane_usage` keeps it only when every
 count is a non-negative integer. Anything else (`"prompt_tokens": "lots"`, a list) is
-ignored and counted (`bad`): never an exception after a good completion (issue 23).
+ignored and counted (`bad`): never an exception after a good completion.
 
-The Responses API (issue 31) names its usage differently and sends it in its final
+The Responses API names its usage differently and sends it in its final
 event (`response.completed`), unasked: `responses_usage` renames it to chat's names, and
 `ResponsesUsageTap` reads it from the stream without changing a byte.
 
@@ -68,8 +68,8 @@ def cached_tokens(usage: dict[str, Any] | None) -> int:
 
 def reported_cached_tokens(usage: dict[str, Any] | None) -> int | None:
     """`cached_tokens` when vLLM reported it (--enable-prompt-tokens-details), else None:
-    an absent figure must not read as "nothing was cached" (issue 29's record of
-    forwarded prompts would shorten its horizons)."""
+    an absent figure must not read as "nothing was cached" (the record of forwarded
+    prompts, cache/forwarded.py, would shorten its horizons)."""
     details = (usage or {}).get("prompt_tokens_details")
     value = details.get("cached_tokens") if isinstance(details, dict) else None
     return int(value) if isinstance(value, int | float) and value >= 0 else None
@@ -192,7 +192,7 @@ def responses_usage(usage: Any) -> dict[str, Any] | None:
 class ResponsesUsageTap:
     """Reads usage from a Responses stream's final event (`response.completed`, or
     `response.incomplete`: the whole response, usage in it) and relays every byte as it
-    came: ragtrim never asks for usage here, so there is nothing to strip (issue 31).
+    came: ragtrim never asks for usage here, so there is nothing to strip.
     `watchers` see each chunk too (the owner hook's id tap: one filter per stream). An
     event too long to hold is not read (no usage), never an error to the client."""
 

@@ -45,7 +45,7 @@ class Healthy:
 class ServesModel:
     """Endpoints whose model list has the requested model; none → 404 in OpenAI's words.
 
-    A chat or completions body may name no model (issue 31): vLLM then answers with its
+    A chat or completions body may name no model: vLLM then answers with its
     served model, so when every backend serves the same models any of them answers as
     vLLM would, and the body goes without a model; when they differ, which one vLLM
     would pick is undefined, a 400 naming them. Pass-through routes go anywhere."""
@@ -59,7 +59,7 @@ class ServesModel:
             return list(endpoints)
         serving = [ep for ep in endpoints if model in ep.models]
         if not serving and ctx.route == "other":  # a pass-through body read for its quota
-            return list(endpoints)  # (issue 44): vLLM answers an unknown model in its words
+            return list(endpoints)  # vLLM answers an unknown model in its words
         if not serving:
             raise NotFound(f"The model `{model}` does not exist.", param="model")
         return serving
@@ -78,7 +78,7 @@ class HasRoom:
     every candidate is at it, a 429 with Retry-After: shedding, for a fleet behind a
     load balancer that retries elsewhere, instead of queueing in vLLM.
 
-    A filter, not a check after ranking (issue 21), so the scorers and the picker rank
+    A filter, not a check after ranking, so the scorers and the picker rank
     only backends that can take the request, and warm-up sees the same cap. Put it
     last in routing.filters, as the default examples do: after `healthy` and
     `serves_model` an unknown model stays a 404 and a dead fleet a 503. `on_full`

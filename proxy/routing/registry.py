@@ -8,7 +8,7 @@ Names are checked when the router is built, at start-up, so a typo fails there w
 the known names listed, never on the first request.
 
 The per-backend cap is the filter `room:N`, where the operator puts it in
-`routing.filters` (issue 32: it no longer appends itself to the list).
+`routing.filters`; it never appends itself to the list.
 
 Factories take `Parts` (the settings and what the parts report to); each call builds
 a new instance: a part may hold state (round-robin's counter), one router owns it.

@@ -98,5 +98,5 @@ def create_app(
     )  # fmt: skip
     control.openapi = openapi_document  # FastAPI sees none of the routes: proxy/server/openapi.py
     _install_error_handlers(control)
-    plane = parts.ops.wrap_app(DataPlane(control, parts.forwarder))  # telemetry (issue 22)
+    plane = parts.ops.wrap_app(DataPlane(control, parts.forwarder))  # telemetry
     return MetricsMiddleware(plane, parts.metrics)  # outermost first

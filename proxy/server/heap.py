@@ -1,14 +1,10 @@
 """Keeping CPython's collector off what lives as long as the process.
 
 A full (generation 2) collection walks every tracked object, on the event loop, while
-every stream waits. What a built app holds (~60 ms to walk, seen as a 115 ms /healthz
-stall, issue 33) is frozen once the app is built. Loads after that add as much again:
-a tokenizer (transformers imports its modules lazily) or a compressor. Under
-bench.fleet's 16-replica shared-context load (2026-12-05, 2 cores, instrumented with
-gc.callbacks), frozen only once built, the proxies tracked ~270k objects and the kv one
-ran a 92 ms full collection within 1,700 requests (a run the day before: 6 in 25 s,
-pauses up to 166 ms); settled after each load, they tracked 5k (rendezvous) and 17k
-(kv, its caches), ran no full collection, and the longest pause was 7.5 ms.
+every stream waits. What a built app holds is frozen once the app is built. Loads
+after that add as much again: a tokenizer (transformers imports its modules lazily) or
+a compressor, so each is frozen after it too.
+Why, with measurements: docs/decisions/0021-bounded-work-per-request.md.
 
 `settle()` runs in a served process only (workers.run_one; a test that builds an app in
 its own process keeps its heap as it is): once the app is built, and as the app's

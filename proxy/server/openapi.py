@@ -122,7 +122,7 @@ def _get(summary: str, response: dict[str, Any], *errors: int) -> dict[str, Any]
 
 
 def openapi_document(version: str = "0") -> dict[str, Any]:
-    # `model` optional and `prompt_embeds` instead of `prompt`, as in vLLM (issue 31)
+    # `model` optional and `prompt_embeds` instead of `prompt`, as in vLLM
     chat = {"type": "object", "required": ["messages"], "additionalProperties": True,
             "properties": {**COMMON, "messages": {"type": "array", "items": MESSAGE}}}  # fmt: skip
     completion = {"type": "object", "additionalProperties": True,

@@ -9,12 +9,9 @@ What is shared and what is not, with N > 1:
   stored responses; without Redis each worker keeps its own. For the memo and the
   registry that is correct but memoizes N times, and accounting's report shows one
   worker's share: a warning says so at start. For quotas and response owners it is
-  wrong (issue 44: 20 requests through at 10 a minute; 9 of 16 GETs of one's own
-  response a 404), so with tenancy keys or quotas and no Redis ragtrim refuses to
-  start N > 1 workers and says why (`unshared`). Refused rather than divided by N:
-  SO_REUSEPORT spreads connections, not a tenant's requests, so a per-worker share
-  of a quota would refuse a tenant whose keep-alive connection lands on one worker;
-  and an owner record cannot be divided at all;
+  wrong, so with tenancy keys or quotas and no Redis ragtrim refuses to start N > 1
+  workers and says why (`unshared`); it never divides a quota by N (a tenant's
+  keep-alive connection lands on one worker). Why: docs/decisions/0022-edge-and-tenant-isolation.md;
 - the same in every worker by construction: routing. Prefix affinity is a rendezvous
   hash of the prefix key over the backend URLs, so every worker (and every ragtrim
   replica) sends a prefix to the same vLLM replica;
@@ -98,7 +95,7 @@ def _worker_main(data: dict[str, Any]) -> None:
 
 def unshared(settings: Settings) -> list[str]:
     """What `--workers` > 1 without Redis would split per worker though it must be one
-    record (issue 44); empty when nothing is (one worker, Redis, or neither is on)."""
+    record; empty when nothing is (one worker, Redis, or neither is on)."""
     if settings.workers <= 1 or settings.redis.url:
         return []
     out = []

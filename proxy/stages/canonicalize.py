@@ -4,8 +4,8 @@ Runs after compress: the segmenter's `static_end` lies before every document, so
 compressing documents never moves it, while canonicalizing would shift document
 offsets — this order needs no offset bookkeeping.
 
-A body above `offload_bytes` is canonicalized in a worker thread (issue 33: 300k system
-messages held the loop 1.7 s here); the shape caps of proxy/request/parse.py bound the
+A body above `offload_bytes` is canonicalized in a worker thread (why:
+docs/decisions/0044-compression-service-path.md); the shape caps of proxy/request/parse.py bound the
 messages and tools it walks, and its steps are short calls that let the loop in.
 """
 
@@ -51,7 +51,7 @@ class CanonicalizeStage:
         if result.static_prefix in ("", "[]") and not result.tools_json:
             return  # no static part: nothing to route on or to warm
         salt = str(ctx.body.get("cache_salt", ""))
-        model = ctx.model or ""  # a body may name none (issue 31): vLLM's served model
+        model = ctx.model or ""  # a body may name none: vLLM's served model
         ctx.prefix_key = prefix_key(model, result.static_prefix, result.tools_json, salt)
         ctx.replay = ctx.prompt.replay(result.static_end)
         ctx.outcome.prefix_key = ctx.prefix_key

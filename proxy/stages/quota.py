@@ -4,8 +4,8 @@
 what compression cannot shrink (token ids, tools, tool calls, content parts, schemas,
 ... : everything but the message texts; all of it when this request is not
 compressed). A tenant already out, or one whose tools alone exceed what is left, is
-refused before any segmentation or compression runs (issue 33: a tenant over quota
-still cost that work, and those forms were not counted at all).
+refused before any segmentation or compression runs.
+Why: docs/decisions/0041-tenancy-quotas-accounting-owners.md.
 
 `QuotaStage` runs after compress and canonicalize and counts the request, so the tokens
 it counts are the ones that go upstream: compression buys quota. Over a limit: a 429
@@ -13,11 +13,11 @@ in the envelope (RateLimited, with Retry-After and OpenAI's x-ratelimit-* header
 admitted: the same headers ride on the answer, as OpenAI's API sends them on every
 response. A body above `offload_bytes` is measured in a worker thread.
 
-The metered pass-through routes (issue 44: /invocations, the batch route,
-/inference/v1/generate, embeddings and the pooling routes ran over quota) have no
-pipeline: the forwarder calls `QuotaStage` on them directly, so they are admitted,
-counted and refused in the same window, with the same 429, as chat. A body counts as
-the requests its route says (`Route.requests_in`: a batch's conversations).
+The metered pass-through routes (/invocations, the batch route, /inference/v1/generate,
+embeddings and the pooling routes) have no pipeline: the forwarder calls `QuotaStage` on
+them directly, so they are admitted, counted and refused in the same window, with the
+same 429, as chat. A body counts as the requests its route says (`Route.requests_in`: a
+batch's conversations).
 """
 
 from __future__ import annotations

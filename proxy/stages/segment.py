@@ -1,6 +1,6 @@
 """Segment stage: find the context documents and the question (proxy.prompt.segment).
 
-Bounded work (issue 23): the documents named in the request's `ragtrim` field are
+Bounded work: the documents named in the request's `ragtrim` field are
 checked against `compression.limits` before any is looked for (400 for too many, 413
 for too long: the client asked for them explicitly), and segmentation itself is linear
 (proxy/prompt/segment). A prompt larger than `offload_bytes` is segmented in a worker
@@ -9,10 +9,10 @@ a small one stays on the loop, where the thread hop (~50 µs) would cost more th
 work.
 
 The question the compressor scores documents against is capped at
-`requests.max_question_chars` (issue 33: the worker held the GIL 517 ms encoding a
-900k-character question, /healthz waited as long): a longer one keeps its head and
-tail for scoring. Only the scoring sees the cut; the prompt upstream is unchanged, so
-a client who pastes a long text into its last message is served, not refused.
+`requests.max_question_chars` (why: docs/decisions/0044-compression-service-path.md):
+a longer one keeps its head and tail for scoring. Only the scoring sees the cut; the
+prompt upstream is unchanged, so a client who pastes a long text into its last message
+is served, not refused.
 """
 
 from __future__ import annotations

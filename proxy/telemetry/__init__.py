@@ -1,4 +1,4 @@
-"""Operators' view of each request (issue 22): traces (tracing.py, traced.py), the
+"""Operators' view of each request: traces (tracing.py, traced.py), the
 per-request record the access log and accounting read (record.py), the access log
 (accesslog.py), the ASGI middleware that closes each request's record (middleware.py)
 and the wrapping of the parts it observes (wrap.py). May import stages/ (the quota

@@ -7,8 +7,7 @@ byte). The forwarder leaves the request's context in the ASGI scope
 into the request's outcome (`ctx.outcome.answer`). Once the app returns, the middleware takes the
 context from the scope and reads the record once: for the access log, the server
 span and accounting. Everything travels in objects handed along, nothing from afar
-(issue 32: this record used to ride in a ContextVar that the pipeline and a hook
-wrote into).
+(docs/decisions/0042-telemetry-operations.md).
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ class AnswerHook:
     backend, vLLM's usage), written into the request's context for the access log,
     the server span and accounting. Placed after `feedback` in make_hooks,
     on the same answers as the feedback hook (a finished generation on a compressible
-    route), and on a metered pass-through route's (issue 44: the table's `meter`, a
+    route), and on a metered pass-through route's (the table's `meter`, a
     model run that accounting counts like chat), with the usage of its JSON answer
     (embeddings, pooling and the batch route report it as chat does)."""
 

@@ -23,7 +23,7 @@ request's outcome (template names, decisions, counts: proxy/outcome/render.py), 
 server span the route, the model, the tenant and the ledger's usage. Off (the
 default), none of this is imported or called.
 
-Bounded (issue 33, proxy/http/capped.py): the server span is named from the
+Bounded (proxy/http/capped.py): the server span is named from the
 route table (`POST /v1/responses/{id}`, `GET unmatched`), never the raw path; every
 string attribute is cut to `telemetry.max_value_chars`, marked. The client's trace
 context (and with it its sampled flag) is continued only for a request the tenant

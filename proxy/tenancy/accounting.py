@@ -10,15 +10,15 @@ fields: the ledger's (proxy/tenancy/ledger.py: client, sent, removed, cached, co
 completion tokens, the context before and after compression), and each again per
 model as `model:{name}:{field}`. Periods
 are UTC. Every replica adds to the same hashes (HINCRBYFLOAT is atomic), through the
-ledger's own connections with a budget of redis.accounting_timeout_s: the writes run
-after the answer's last byte, and with the cache's 0.1 s a stall of a busy machine
-sent counts to the in-process store (CI, stop 46: 2 of 5 requests counted). When Redis
+ledger's own connections with a budget of redis.accounting_timeout_s, not the cache's
+(docs/decisions/0041-tenancy-quotas-accounting-owners.md): the writes run after the
+answer's last byte. When Redis
 is down the store's in-process fallback takes the counts and the failure is counted
 (ragtrim_store_errors{op="hincr"}): those requests are missing from the shared view.
 
 The Prometheus counters carry a `tenant` label, but name no tenant unless
-`tenancy.metrics_tenant_labels` asks for it (issue 44): /metrics is readable with any
-valid key, so per-tenant series told every tenant every other tenant's name, traffic,
+`tenancy.metrics_tenant_labels` asks for it: /metrics is readable with any valid key,
+and per-tenant series would tell every tenant every other tenant's name, traffic,
 tokens and cache hits. Off (the default) the label is "all", one series for the
 fleet; per-tenant figures stay in the admin usage report (/v1/ragtrim/usage). On,
 the label is bounded to the configured tenants (tenancy.api_keys' tenants and the

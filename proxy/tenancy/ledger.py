@@ -27,7 +27,7 @@ MODEL_PREFIX = "model:"  # a hash field `model:{name}:{field}`: the same counts 
 
 def entry_of(outcome: RequestOutcome, requests: int = 1) -> dict[str, int]:
     """One answered body's increments; `requests`: what the body counts as (a batch: its
-    conversations, issue 44)."""
+    conversations)."""
     squeezed, usage = outcome.compression, outcome.usage
     before = squeezed.tokens_before if squeezed else 0
     after = squeezed.tokens_after if squeezed else 0

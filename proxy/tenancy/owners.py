@@ -1,32 +1,31 @@
-"""Who owns each stored response: the Responses API's ids, kept per tenant (issue 33).
+"""Who owns each stored response: the Responses API's ids, kept per tenant.
 
 vLLM stores a response (`store=True`) under an id anyone may GET or cancel, and any
-request may continue it (`previous_response_id`): behind one proxy that let tenant B
+request may continue it (`previous_response_id`): behind one proxy that lets tenant B
 read tenant A's answer. ragtrim records the tenant of every id a stored /v1/responses
 answer names (the JSON body's `id`, or the `response.created` event's `response.id`:
 proxy/response/hooks.py `OwnerHook`), and a GET, a cancel or a continuation naming an
 id not recorded for the asking tenant is a 404 in the envelope, as OpenAI answers an
 unknown id: it does not even tell B that the id exists.
 
-An id belongs to whoever first stored it (issue 44: B sent A's id as vLLM's
-`request_id` with `store: false`, became its owner by writing last, and A got 404s).
-The forwarder no longer passes a client's `request_id` (proxy/request/forward.py), so
-ids are vLLM's random ones; here the first writer wins all the same: a record naming
+An id belongs to whoever first stored it (why:
+docs/decisions/0041-tenancy-quotas-accounting-owners.md). The forwarder does not pass a
+client's `request_id` (proxy/request/forward.py), so ids are vLLM's random ones; here
+the first writer wins all the same: a record naming
 another tenant is never overwritten in process, and the shared record is claimed with
 SET NX (one script: the claim, or the owner it already has, which this replica then
 defers to).
 
 The record is bounded, and each tenant has its own share of it: `tenancy.response_owners`
-divided by the configured tenants, each share its tenant's most recently used ids
-(issue 44: one LRU for all let one tenant's 20,000 cheap responses evict every other
-tenant's records). With Redis (replicas) every id is also written to the shared store
-for `tenancy.response_owner_ttl_s`, so a replica (or a worker) that did not see the
-answer agrees; without Redis a process knows only its own, which is why ragtrim refuses
-`--workers` > 1 with tenancy and no Redis (proxy/server/workers.py). It fails closed:
-an id forgotten, or unreadable while Redis is down, is a 404, never another tenant's
-answer. The creating request itself is never held up by it: the shared write runs in a
-task after the answer is on its way. Without api_keys there is one tenant and nothing
-to check (`enforced` False).
+divided by the configured tenants, each share its tenant's most recently used ids, so
+one tenant's flood never evicts another's records. With Redis (replicas) every id is
+also written to the shared store for `tenancy.response_owner_ttl_s`, so a replica (or a
+worker) that did not see the answer agrees; without Redis a process knows only its own,
+which is why ragtrim refuses `--workers` > 1 with tenancy and no Redis
+(proxy/server/workers.py). It fails closed: an id forgotten, or unreadable while Redis is
+down, is a 404, never another tenant's answer. The creating request itself is never held
+up by it: the shared write runs in a task after the answer is on its way. Without
+api_keys there is one tenant and nothing to check (`enforced` False).
 """
 
 from __future__ import annotations

@@ -12,13 +12,12 @@ several requests (a batch of N conversations is N: proxy/http/route_table.py
 window: a client may spend a whole window's quota at the end of one window and again
 at the start of the next (up to 2× the limit over any span of window_s).
 
-Tokens are estimated from every prompt form vLLM will count (issue 33: token ids,
-`tools` and tool-call arguments were free): message texts and string prompts at 4
-characters per token (OpenAI's rule of thumb), token ids one each (`prompt`, and
-/inference/v1/generate's `token_ids`), every other field
-(tools, tool calls, content parts, schemas, documents, ...) by its JSON bytes, 4 per
-token, and each non-text content part at least NON_TEXT_PART_TOKENS. vLLM's own count
-exists only once the answer comes back, too late to refuse the request. Two checks
+Tokens are estimated from every prompt form vLLM will count: message texts and string
+prompts at 4 characters per token (OpenAI's rule of thumb), token ids one each
+(`prompt`, and /inference/v1/generate's `token_ids`), every other field (tools, tool
+calls, content parts, schemas, documents, ...) by its JSON bytes, 4 per token, and
+each non-text content part at least NON_TEXT_PART_TOKENS. vLLM's own count exists only
+once the answer comes back, too late to refuse the request. Two checks
 (proxy/stages/quota.py): before segmentation, without counting, what compression
 cannot shrink (everything but the message texts) must fit in what is left, so a tenant
 already out costs no segmentation or compression; after compression the whole request
@@ -29,7 +28,7 @@ with `quotas.redis_down=local`, each replica enforces the same limits alone (a f
 of N then admits up to N× the limit); with `open` (the default) the request is
 admitted unchecked and counted (ragtrim_quota_fail_open). Without Redis the window is
 the process's own, so `--workers N` would admit N× the limit: ragtrim refuses to start
-so (proxy/server/workers.py, issue 44).
+so (proxy/server/workers.py).
 
 The headers follow OpenAI's API: x-ratelimit-{limit,remaining,reset}-{requests,tokens},
 the reset as a duration ("1s", "6m0s", "250ms").
@@ -244,7 +243,7 @@ class PromptSize:
 
 def prompt_size(body: dict) -> PromptSize:
     """Every field counts but `model` (the `ragtrim` field is gone before a check), in
-    any order: a `prompt_embeds` before `prompt` was dropped from the sum (issue 31)."""
+    any order (a `prompt_embeds` before `prompt` counts too)."""
     text = size = ids = 0
     for key, value in body.items():
         if key == "messages" and isinstance(value, list):

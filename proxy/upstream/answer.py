@@ -1,4 +1,4 @@
-"""Which backend answers ragtrim relays, and which become its own 502 (issue 23).
+"""Which backend answers ragtrim relays, and which become its own 502.
 
 ragtrim promises the OpenAI envelope for every error (proxy/errors.py). A backend
 that is vLLM answers 2xx with JSON or SSE, or 4xx for the client's own mistakes;
@@ -17,6 +17,8 @@ anything else is a backend fault, and its body is not the client's business:
   names a URL of the backend's network, not the client's.
 - 1xx after the head, or a status outside 100-599 (e.g. 999): a 502; uvicorn could
   not even write such a status line (the client got an empty reply).
+
+Why: docs/decisions/0026-backend-faults-and-local-shortages.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Control-plane calls to a backend (health checks, `/metrics` scrapes, warm-up
-replays) over the data plane's own `Transport` and `upstream_errors` (issue 21).
-
-Before, these three went through an httpx client of their own and each caught
-`httpx.HTTPError` itself, while the data plane mapped aiohttp errors in one place: two
-connection pools and three error mappings for one backend. Now a control call fails
-with the same ProxyError tree as a request: `UpstreamUnavailable` (`connect_failed`
-when the connection was refused), `UpstreamTimeout`, or `LocalResourceError` when
-ragtrim itself ran out of descriptors (proxy/upstream/resources.py), which callers
-treat as saying nothing about the backend.
+replays) over the data plane's own `Transport` and `upstream_errors`: one connection
+pool and one error mapping per backend. A control call fails with the same ProxyError
+tree as a request: `UpstreamUnavailable` (`connect_failed` when the connection was
+refused), `UpstreamTimeout`, or `LocalResourceError` when ragtrim itself ran out of
+descriptors (proxy/upstream/resources.py), which callers treat as saying nothing about
+the backend.
+Why: docs/decisions/0025-settings-and-component-layout.md.
 """
 
 from __future__ import annotations

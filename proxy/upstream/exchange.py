@@ -23,13 +23,12 @@ times, usage), as mitmproxy's addons read a flow.
 - Deadlines: `first_byte` until the response headers, `idle` between two chunks,
   `total` for the whole exchange. A non-streamed generation (`whole_answer`) waits
   for its headers up to `total`: vLLM sends them only once the whole answer is
-  ready, and a long generation on a slow backend is not a hung one (issue 31: past
-  `first_byte`, 120 s, it was a 504).
+  ready, and a long generation on a slow backend is not a hung one.
 - Timestamps of the first and last body chunk give TTFT and TPOT (the response hooks,
   proxy/response/hooks.py, read them; nothing else records a first chunk).
 - `accept` refuses answers ragtrim does not relay (answer.py: 5xx, 3xx, unknown
   statuses, a content type that does not match the request) as a 502, counted and
-  logged; `read` holds a non-streamed body as its chunks, up to a cap (issue 23).
+  logged; `read` holds a non-streamed body as its chunks, up to a cap.
 - A shortage of ragtrim's own descriptors (EMFILE...) is a LocalResourceError: no
   failover, no ejection, counted apart (resources.py).
 """

@@ -1,9 +1,8 @@
 """Which headers cross the proxy. Kept as raw ASGI bytes: decoding every header of
 every request only to re-encode it costs more than the filtering itself.
 
-The client's credentials stay here (issue 33: the tenant's API key reached the
-backend, where any log or tracer of vLLM's could keep it): `authorization` and the
-other key headers clients send are never forwarded. ragtrim has no key of its own for
+The client's credentials stay here, out of vLLM's logs and traces: `authorization` and
+the other key headers clients send are never forwarded. ragtrim has no key of its own for
 the backends (its health checks, scrapes and warm-up send none, so a vLLM behind it
 runs without --api-key, reachable only from ragtrim). The request id the backend sees
 is ragtrim's, bounded (proxy/http/capped.py), never the client's raw header."""

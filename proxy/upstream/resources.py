@@ -4,10 +4,10 @@ file descriptors (EMFILE, ENFILE), socket buffers (ENOBUFS) or kernel memory (EN
 Opening a connection then fails inside the client library exactly like a refused
 connection does (aiohttp raises ClientConnectorError, httpx ConnectError), and a
 refused connection ejects the backend at once (proxy/backends/endpoint.py). Counted
-against the backend, a descriptor shortage in ragtrim turned a healthy backend into
-503s until its next health check (issue 23). So every failure is first asked whether
-it is local: then nothing is marked, nothing fails over (the next backend would fail
-the same way), and the client gets a 503 with Retry-After (LocalResourceError).
+against the backend, a descriptor shortage in ragtrim would turn a healthy backend into
+503s until its next health check. So every failure is first asked whether it is
+local: then nothing is marked, nothing fails over (the next backend would fail the
+same way), and the client gets a 503 with Retry-After (LocalResourceError).
 
 errno values: POSIX `<errno.h>`; socket(2) and connect(2) list EMFILE, ENFILE,
 ENOBUFS and ENOMEM as the errors of a local shortage.

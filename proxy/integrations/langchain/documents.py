@@ -3,7 +3,7 @@ compressors and chunk memo, e.g. the compressor of a ContextualCompressionRetrie
 Each document is compressed on its own (order and metadata kept; `ragtrim_compressed`
 marks it); the query is the question for question-aware compressors.
 
-At indexing time (issue 18), `transform_documents` (LangChain's document-transformer
+At indexing time, `transform_documents` (LangChain's document-transformer
 call, e.g. after a text splitter, before the vector store) stores each chunk's
 question-independent features and returns the documents unchanged: a later
 compression of those chunks, whatever the query, skips their document part."""

@@ -55,7 +55,7 @@ class Runtime:
         return await self.engine.compress(list(texts), question, rate or self.rate)
 
     async def precompute(self, texts: Sequence[str]) -> int:
-        """Store the question-independent features of `texts` (issue 18): later
+        """Store the question-independent features of `texts`: later
         compressions of them, with any question, skip the document part."""
         await self.ready()
         return await self.engine.precompute(list(texts))

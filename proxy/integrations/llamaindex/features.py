@@ -1,9 +1,8 @@
 """RagtrimFeatures: a LlamaIndex TransformComponent that makes every chunk "seen".
 
-Why (issue 18): a question-aware compressor's output memo never hits in RAG (each
-question is new), but its per-chunk, question-independent features can be computed
-once and shared. The hook LlamaIndex users expect at indexing time is a transformation
-in an IngestionPipeline:
+It stores a question-aware compressor's per-chunk, question-independent features at
+indexing time (why: docs/decisions/0027-reusing-document-work.md),
+as a transformation in an IngestionPipeline:
 
     pipeline = IngestionPipeline(transformations=[
         SentenceSplitter(), RagtrimFeatures(base_url="http://ragtrim:8000"), embed_model])

@@ -94,7 +94,7 @@ def canonicalize_chat(
     new_messages = _rebuild(messages, chat.texts)
     new_tools, tools_key, tools_trace = canonical_tools(tools, rules.sort_tools)
     changed = new_messages is not messages or new_tools is not tools
-    key = canonical_json(chat.key)  # orjson: C speed on a 10 MB system prompt (issue 33)
+    key = canonical_json(chat.key)  # orjson: C speed on a 10 MB system prompt
     trace = tuple(chat.trace + tools_trace)
     return CanonicalResult(new_messages, new_tools, key, tools_key, new_end, trace, changed)
 

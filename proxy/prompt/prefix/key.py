@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from cache.keys import content_key
 
-KEY_VERSION = "ragtrim-prefix-v2"  # v2: compact JSON by orjson, tools encoded once (issue 33)
+KEY_VERSION = "ragtrim-prefix-v2"  # v2: compact JSON by orjson, tools encoded once
 
 
 def prefix_key(model: str, static_prefix: str, tools_canonical_json: str, tenant_salt: str) -> str:

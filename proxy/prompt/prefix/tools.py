@@ -3,14 +3,12 @@
 The list is sorted by (type, function name, canonical JSON); each tool is forwarded as
 the client wrote it. Its key order is part of the prompt (a chat template renders tools
 as JSON) and the order of `parameters.properties` steers the order in which the model
-writes arguments, so it is never changed (issue 31: sorting keys inside the schemas
-changed the prompt, 177 tokens against 176). The prefix KEY uses the canonical JSON
+writes arguments, so it is never changed. The prefix KEY uses the canonical JSON
 (keys sorted), so the same tools in any key order share a key.
 
-Each tool is encoded once (issue 33: 25k tools were sorted and JSON-encoded three or
-four times, 1.39 s on the event loop): orjson with sorted keys (proxy/prompt/
-exact_json.py), ~10x the stdlib's speed in one call that holds the GIL. The same bytes
-give the sort key, tell whether anything changed, and make the key's JSON.
+Each tool is encoded once: orjson with sorted keys (proxy/prompt/exact_json.py), in one
+call that holds the GIL. The same bytes give the sort key, tell whether anything
+changed, and make the key's JSON. Why: docs/decisions/0021-bounded-work-per-request.md.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ new line), each unit followed by "\\n". The static text minus its volatile units
 key -- and the bytes before the first unit are then the same across requests that
 differ only in those values.
 
-Bounded work (issue 33: 16k dates on one 256 KB line cost 16 s): the sentence marks are
-found once per text and looked up by bisection, and at most MAX_UNITS matches are
-moved, since each cut copies the text. A text with more is left as it is (its key
-then holds its values): a system prompt's volatile bits are a date and a request id or
-two, not thousands.
+Bounded work: the sentence marks are found once per text and looked up by bisection,
+and at most MAX_UNITS matches are moved, since each cut copies the text. A text with
+more is left as it is (its key then holds its values): a system prompt's volatile bits
+are a date and a request id or two, not thousands.
+Why: docs/decisions/0021-bounded-work-per-request.md.
 """
 
 from __future__ import annotations

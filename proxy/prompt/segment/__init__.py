@@ -23,7 +23,7 @@ The package, one concept a file:
 Messages are OpenAI chat messages; a message is searched when its content is a string
 or a list with exactly one text part, and the explicit recognisers (body field, tags,
 patterns) search only messages whose role carries context, never an assistant turn
-(messages.CONTEXT_ROLES, issue 33) (`Slot.message` is the message index, offsets
+(messages.CONTEXT_ROLES) (`Slot.message` is the message index, offsets
 index that text). `static_end` is where the static instruction ends: for a template,
 where its first placeholder starts; for the explicit recognisers, the first document
 (or the question, if located and earlier). Documents are split on blank lines and

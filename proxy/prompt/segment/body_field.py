@@ -6,19 +6,17 @@ Each document string is looked up verbatim where the context is: from the end of
 prompt backwards, the last document first, each at its last occurrence before the one
 found after it, in the messages that carry context (messages.CONTEXT_ROLES: never an
 assistant turn). So the documents keep their order, and a copy that quotes one earlier
-(the system prompt's instruction, an earlier turn) is left alone: the first occurrence
-was taken before, and a system prompt that quoted a document was rewritten instead of
-the context (47 -> 14 tokens, issue 33). A document that is not found (or is not a
-non-empty string) is ignored. When none is found the recogniser does not match and the
-next one is tried. Without "question", the question is the last user message minus the
-documents (chat) or "" (completion).
+(the system prompt's instruction, an earlier turn) is left alone. A document that is
+not found (or is not a non-empty string) is ignored. When none is found the recogniser
+does not match and the next one is tried. Without "question", the question is the last
+user message minus the documents (chat) or "" (completion).
 
 Locating is linear: a document that is not there costs a scan of the rest of the
-prompt, so 20,000 absent documents in a 2 MB prompt cost 23.5 s on the event loop
-(issue 23). All the searches of one request together scan at most
-LOCATE_WORK_FACTOR × the prompt's characters (+ the documents' own); the (earliest)
-documents left when that is spent are not located (they stay in the prompt as they are,
-uncompressed). The proxy caps the documents' number and size before this runs.
+prompt. All the searches of one request together scan at most LOCATE_WORK_FACTOR × the
+prompt's characters (+ the documents' own); the (earliest) documents left when that is
+spent are not located (they stay in the prompt as they are, uncompressed). The proxy
+caps the documents' number and size before this runs.
+Why: docs/decisions/0020-prompt-recognition.md.
 """
 
 from __future__ import annotations

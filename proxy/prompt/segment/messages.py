@@ -6,7 +6,7 @@ no text here: no recogniser looks inside it, so it passes through untouched.
 
 Only messages whose role carries context (CONTEXT_ROLES: the system prompt, the user's
 turns, tool results) are searched for documents (`context_texts`). An assistant turn is
-the model's own output: one that quoted a document was rewritten in its place (issue 33).
+the model's own output and is never searched. Why: docs/decisions/0020-prompt-recognition.md.
 """
 
 from __future__ import annotations

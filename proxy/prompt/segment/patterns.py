@@ -3,11 +3,11 @@
 Each pattern is compiled with re.DOTALL and must have a named group `context`; an
 optional group `question` gives the question (else: the last user message minus the
 documents, or "" for a completion). Patterns are tried in order, each on every
-message in order (`re.search`) but assistant turns (messages.CONTEXT_ROLES: a reply
-that quoted the context matched first, issue 33); the first match wins. The context is
-split into documents on blank lines. Template name: "pattern:<index>". They are compiled once,
-when the Segmenter is built at start-up: a pattern without a `context` group stops
-ragtrim there with a ValueError, not on the first request.
+message in order (`re.search`) but assistant turns (messages.CONTEXT_ROLES); the
+first match wins. The context is split into documents on blank lines. Template name:
+"pattern:<index>". They are compiled once, when the Segmenter is built at start-up: a
+pattern without a `context` group stops ragtrim there with a ValueError, not on the
+first request.
 
 An operator's pattern can backtrack without limit (`(?P<context>(a+)+$)` on a long
 run of "a"), so the patterns run on the `regex` engine (Python's `re` syntax, VERSION0)

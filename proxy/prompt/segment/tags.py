@@ -8,8 +8,8 @@ of the segmentation, so applying it (compressed or not) removes them and the mod
 never sees one. Question tags outside documents are markers too (the question itself
 stays). Every tagged document is a slot, even an empty one. Tags do not nest; an
 unclosed tag is left as it is. Tags in an assistant turn are not read (its text is the
-model's own: messages.CONTEXT_ROLES, issue 33). Without a question tag the question is the last user
-message minus the tagged documents and markers (chat) or "" (completion).
+model's own: messages.CONTEXT_ROLES). Without a question tag the question is the last
+user message minus the tagged documents and markers (chat) or "" (completion).
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ surrounded by whitespace in the template. A `context` placeholder is greedy (it 
 at the last occurrence of the literal after it: documents may quote the template's
 words, e.g. "Question:"), every other placeholder is lazy. Each literal is one compiled
 regex (its words, `\s+` between them, on word boundaries) searched in C: the text is
-never split into words in Python, which cost ~0.4 ms per 1k tokens on every request
-(issue 43). Linear, with no backtracking beyond one literal, so no input can make it
-slow.
+never split into words in Python. Linear, with no backtracking beyond one literal, so
+no input can make it slow. Why: docs/decisions/0020-prompt-recognition.md.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ class WordTemplate:
     groups: tuple[str, ...]
     patterns: tuple[Pattern[str] | None, ...] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:  # compiled once, with the template (issue 43)
+    def __post_init__(self) -> None:  # compiled once, with the template
         object.__setattr__(self, "patterns", tuple(_pattern(w) for w in self.literals))
 
 

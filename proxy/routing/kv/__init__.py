@@ -1,4 +1,5 @@
-"""Precise prefix-cache routing from vLLM's KV-cache events (issue 20).
+"""Precise prefix-cache routing from vLLM's KV-cache events.
+Why: docs/decisions/0024-kv-event-routing.md.
 
 events.py         the wire format, both encodings of the inner events
 chain.py          ragtrim's chain hash over a block's token ids and extra keys

@@ -173,8 +173,8 @@ def decode_batch(payload: bytes) -> EventBatch:
 def _split(payload: bytes) -> Any:
     """The batch with each event still encoded (msgspec.Raw), when it is an array whose
     second item is an array: each event is then decoded on its own, and the subscriber
-    thread lets go of the GIL between them (a 1.4 MB batch held it ~20 ms in one call,
-    issue 44). Anything else is decoded whole, and judged by decode_batch."""
+    thread lets go of the GIL between them. Anything else is decoded whole, and judged
+    by decode_batch."""
     try:
         outer = msgspec.msgpack.decode(payload, type=list[msgspec.Raw])
         events = msgspec.msgpack.decode(outer[1], type=list[msgspec.Raw])

@@ -78,9 +78,9 @@ class KvIndex:
     """Backends' blocks by URL. The subscribers' threads change it holding `lock`
     (proxy/routing/kv/subscriber.py), a batch in `slices` of at most SLICE_BLOCKS blocks,
     the lock let go between them. The event loop reads it without the lock: each read
-    is one dict lookup, atomic under the GIL, so the loop never waits on an apply (a
-    300k-block batch took 2 s under the lock: issue 44). A reader may see a batch in
-    part: a prefix of its events, in order, as if the rest had not arrived yet."""
+    is one dict lookup, atomic under the GIL, so the loop never waits on an apply. A
+    reader may see a batch in part: a prefix of its events, in order, as if the rest had
+    not arrived yet."""
 
     def __init__(self, max_blocks: int = 262_144, *,
                  on_orphan: Callable[[int], None] | None = None,

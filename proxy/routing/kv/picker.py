@@ -12,20 +12,18 @@ candidate holds (the `stake`, 0..1, from the kv_cache scorer). So
 sit only on its replica (a conversation's next turn, an application's prefix under
 cache pressure) stays as under rendezvous. `free` is picker.spill_floor (3): a
 request held as well elsewhere (a new conversation on a system prompt every replica
-holds) loses nothing by spilling, so it spreads early. Issue 20's first benchmark
-had the fixed floor 3 for every request: under cache pressure kv spilled held
-prefixes and hit 0.870 against rendezvous' 0.974 (bench/results/prefix_routing.json).
+holds) loses nothing by spilling, so it spreads early.
 
 Unless the next-best candidate (where a spill goes) has room: in sync and no eviction (BlockRemoved)
 for ROOM_WINDOW_S. Then storing the spilled blocks there evicts nobody's, the spill
 costs one prefill and buys the prefix a second home, so the floor is `free`. That is
-one application's case (one system prompt, first stored on one replica: with the
-scaled floor alone its new conversations, held only there, never reached 8 in flight
-at --concurrency 4, and all of them stayed on one replica, max/mean load 2.0 in a
-smoke run of bench.prefix_routing), never cache pressure's (every replica evicts).
+one application's case (one system prompt, first stored on one replica), never cache
+pressure's (every replica evicts).
 
 A request the scorer could not score (no token ids, stale or cold: it fell back to
 rendezvous affinity) gets `held`, rendezvous' floor, as it gets its scores.
+
+Why, with the benchmarks: docs/decisions/0024-kv-event-routing.md.
 """
 
 from __future__ import annotations

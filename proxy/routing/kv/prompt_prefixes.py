@@ -50,9 +50,8 @@ class Lru:
     bytes an id), and so is each partition, at 1/TENANT_SHARE of both.
 
     A partition is the request's cache_salt, per tenant with tenancy on (the tenant
-    stage sets it): a hit is a timing tell (issue 44: 4 ms for another tenant's 20k-
-    character system prompt, 37 ms for an unseen one), so one tenant never hits on
-    another's text, nor fills the cache with its own."""
+    stage sets it): a hit is a timing tell, so one tenant never hits on another's text,
+    nor fills the cache with its own. Why: docs/decisions/0022-edge-and-tenant-isolation.md."""
 
     def __init__(self, entries: int, max_bytes: int = MAX_BYTES):
         self.entries, self.max_bytes, self.bytes = entries, max_bytes, 0

@@ -7,12 +7,11 @@ start_seq as `[identity, b"", topic, seq, payload]`, then `[identity, b"", b"", 
 A DEALER sends `[b"", start_seq]` and reads those frames (a REQ socket would accept
 only one reply).
 
-Why a thread, not the event loop: the index must stay fresh while the loop is busy
-(chat-template tokenization per request, a burst of streams). On the loop, a batch
-waited for the loop's next turn: the benchmark of issue 20 measured a p99 of 4.5 s
-from vLLM's stamp to the index. Here a blocking recv wakes as the batch arrives and
-applies it under the index's lock; it competes only for the GIL, which CPython hands
-over every 5 ms (sys.getswitchinterval) however busy the loop is.
+A thread, not the event loop: the index must stay fresh while the loop is busy
+(chat-template tokenization per request, a burst of streams). A blocking recv wakes as
+the batch arrives and applies it under the index's lock; it competes only for the GIL,
+which CPython hands over every 5 ms (sys.getswitchinterval) however busy the loop is.
+Why: docs/decisions/0024-kv-event-routing.md.
 
 Keeping the index true:
 - on (re)connect, the backend may be a new process (seq restarts at 0, its cache is
