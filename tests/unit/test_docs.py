@@ -32,7 +32,7 @@ checked:
 - a call's parameters, `Router.rank(ctx, endpoints)`: each name written is a parameter of
   that function, in its order (`self` left out; parameters may be left out).
 
-The package list of ARCHITECTURE.md is test_layers' LAYERS."""
+The tier list of ARCHITECTURE.md is test_layers' TIERS."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from pydantic import BaseModel
 
 from proxy.config.removed import RENAMED, REPLACED
 from proxy.settings import Settings
-from tests.unit.test_layers import LAYERS
+from tests.unit.test_layers import TIERS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [
@@ -444,13 +444,15 @@ def test_every_symbol_a_doc_names_exists(doc):
     assert not errors, "symbols that do not exist:\n" + report(doc, errors)
 
 
-def test_the_architecture_lists_the_layers_in_their_order():
+def test_the_architecture_lists_the_tiers_and_their_units():
     text = (ROOT / "ARCHITECTURE.md").read_text()
-    block = text[text.index("Highest first") :].split("```")[1]
-    named = [re.split(r"[/ ,.]", line.strip())[0] for line in block.strip().splitlines()]
-    named = [n for n in named if n]
-    order = [n for n in LAYERS if n in named]
-    assert named == [n for n in named if n in LAYERS] and order == sorted(order, key=named.index)
+    block = text[text.index("Tiers, highest first") :].split("```")[1]
+    listed = {}
+    for line in block.strip().splitlines():
+        tier, units = line.split(maxsplit=1)
+        listed[tier] = {u.strip().removesuffix("/").removesuffix(".py") for u in units.split(",")}
+    assert list(listed) == list(reversed(TIERS))
+    assert listed == {tier: set(units) for tier, units in TIERS.items()}
 
 
 def test_the_path_check_sees_paths():
