@@ -18,24 +18,41 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StateKey(Generic[T]):
+    """A typed slot of a ranking's `Cycle`: the scorer that writes it and the picker that
+    reads it share the key (e.g. proxy/routing/kv/picker.py `HELD`)."""
+
+    name: str
 
 
 @dataclass
 class Cycle:
     """One ranking's state, made by `Router.rank` and handed to every scorer and the
     picker (as the endpoint picker's CycleState): what a scorer learns for the
-    picker travels here, never in a plugin's own slot. `candidates`: what the filters
-    left; `totals`: their weighted scores; `held`: the kv_cache scorer's shares of the
-    request (proxy/routing/kv/picker.py `Held`), for the kv pickers."""
+    picker travels here, in a typed slot (`write`, `read` by `StateKey`), never in a
+    plugin's own attribute. `candidates`: what the filters left; `totals`: their
+    weighted scores."""
 
     ctx: RequestContext
     candidates: list[Endpoint] = field(default_factory=list)
     totals: dict[Endpoint, float] = field(default_factory=dict)
-    held: Any = None
+    state: dict[StateKey[Any], Any] = field(default_factory=dict)
+
+    def write(self, key: StateKey[T], value: T) -> None:
+        self.state[key] = value
+
+    def read(self, key: StateKey[T]) -> T | None:
+        """What a scorer wrote under `key` in this ranking; None when nothing was."""
+        return self.state.get(key)
 
     def by_total(self) -> list[Endpoint]:
         """Highest total first; ties broken by URL so every replica agrees."""

@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 from proxy.backends.endpoint import Endpoint
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.kv.picker import Held
+from proxy.routing.kv.picker import HELD, Held
 from proxy.routing.router import Cycle
 
 
@@ -71,7 +71,7 @@ class KvCostPicker:
         self.fallback, self.on_spill = fallback, on_spill
 
     def order(self, cycle: Cycle) -> list[Endpoint]:
-        held = cycle.held
+        held = cycle.read(HELD)
         if held is None or not held.total:
             return self.fallback.order(cycle)
         by_score = cycle.by_total()

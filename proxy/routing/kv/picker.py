@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from proxy.backends.endpoint import Endpoint
 from proxy.routing.bounded import BoundedLoad
-from proxy.routing.router import Cycle
+from proxy.routing.router import Cycle, StateKey
 
 # A replica that evicted nothing for a minute has room: vLLM drops a cached block when
 # it reuses it for a new one (vllm/v1/core/block_pool.py _maybe_evict_cached_block);
@@ -52,6 +52,9 @@ class Held:
     tokens: dict[Endpoint, int] = field(default_factory=dict)
     total: int = 0
     priced: dict[Endpoint, float] = field(default_factory=dict)
+
+
+HELD: StateKey[Held] = StateKey("kv_cache.held")  # written by the kv_cache scorer
 
 
 def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> float | None:
@@ -86,6 +89,6 @@ class KvBoundedLoad:
         return self.floor(stake(held.shares if held else None, ranked))
 
     def order(self, cycle: Cycle) -> list[Endpoint]:
-        floor = self.floor_for(cycle.held, cycle.by_total())
+        floor = self.floor_for(cycle.read(HELD), cycle.by_total())
         picker = BoundedLoad(epsilon=self.epsilon, min_in_flight=floor, on_spill=self.on_spill)
         return picker.order(cycle)

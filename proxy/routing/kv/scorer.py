@@ -58,7 +58,7 @@ from proxy.routing.affinity import PrefixAffinity, hrw_weight, mix64
 from proxy.routing.kv.chain import block_hash, request_extras
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import ROOM_WINDOW_S, Held
+from proxy.routing.kv.picker import HELD, ROOM_WINDOW_S, Held
 from proxy.routing.kv.prefix_chain import request_chain
 from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
 from proxy.routing.router import Cycle
@@ -194,7 +194,9 @@ class KvCacheScorer:
     ) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
         if cycle is not None:  # for the kv pickers
-            cycle.held = self._stake(ctx, shares)
+            stake = self._stake(ctx, shares)
+            if stake is not None:
+                cycle.write(HELD, stake)
         self._learn(shares)
         if shares is None:
             self.on_fallback("no_tokens")

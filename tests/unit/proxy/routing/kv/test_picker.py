@@ -9,7 +9,7 @@ from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.kv.events import BlockRemoved, BlockStored
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import ROOM_WINDOW_S, Held, KvBoundedLoad, stake
+from proxy.routing.kv.picker import HELD, ROOM_WINDOW_S, Held, KvBoundedLoad, stake
 from proxy.routing.kv.scorer import KvCacheScorer
 from proxy.routing.load import LeastLoaded
 from proxy.routing.router import Cycle, Router, Weighted
@@ -99,7 +99,7 @@ def test_room_is_no_eviction_within_the_window():
 def pick(a: Endpoint, b: Endpoint, shares: dict[Endpoint, float]) -> Endpoint:
     """a ranked first by total score; the stake from `shares`."""
     # no replica with room: both under cache pressure
-    cycle = Cycle(ctx(), [a, b], {a: 0.9, b: 0.5}, held=Held(shares))
+    cycle = Cycle(ctx(), [a, b], {a: 0.9, b: 0.5}, {HELD: Held(shares)})
     return KvBoundedLoad(epsilon=0.25, held=8, free=3).order(cycle)[0]
 
 
@@ -122,11 +122,12 @@ def test_the_scorers_shares_reach_the_picker_in_the_rankings_own_cycle():
     scorer = KvCacheScorer(index_holding(a, b, 4, 0, True), Ids(), thread_bytes=0)
     cycle = Cycle(ctx(), [a, b])
     scorer.score(ctx(), [a, b], cycle)
-    assert cycle.held is not None and cycle.held.shares[a] > cycle.held.shares[b]
+    held = cycle.read(HELD)
+    assert held is not None and held.shares[a] > held.shares[b]
     picker, totals = KvBoundedLoad(epsilon=0.25, held=8, free=3), {a: 1.0, b: 0.0}
     assert picker.order(Cycle(ctx(), [a, b], totals))[0] is a  # no shares: floor 8
     # held as well on b: floor 3, a spills
-    even = Cycle(ctx(), [a, b], totals, held=Held({a: 0.4, b: 0.4}))
+    even = Cycle(ctx(), [a, b], totals, {HELD: Held({a: 0.4, b: 0.4})})
     assert picker.order(even)[0] is b
 
 
