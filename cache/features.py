@@ -39,17 +39,24 @@ def feature_key(fingerprint: str, document: str, tenant: str = "") -> str:
 
 
 class FeatureCache:
-    def __init__(self, store: KVStore | None, *, max_bytes: int = FEATURE_CACHE_BYTES,
-                 ttl: float | None = MEMO_TTL_S, on_lookup: OnLookup | None = None,
-                 on_write: Callable[[int], None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        store: KVStore | None,
+        *,
+        max_bytes: int = FEATURE_CACHE_BYTES,
+        ttl: float | None = MEMO_TTL_S,
+        on_lookup: OnLookup | None = None,
+        on_write: Callable[[int], None] | None = None,
+    ):
         self.store = store
         self.ttl = ttl
         self.local = ValueLRU(max_bytes)  # each tenant a fair share (cache/lru.py)
         self.on_lookup = on_lookup or (lambda result, n: None)
         self.on_write = on_write or (lambda n: None)
 
-    async def get_many(self, fingerprint: str, documents: Sequence[str],
-                       tenant: str = "") -> list[bytes | None]:  # fmt: skip
+    async def get_many(
+        self, fingerprint: str, documents: Sequence[str], tenant: str = ""
+    ) -> list[bytes | None]:
         keys = [feature_key(fingerprint, d, tenant) for d in documents]
         found = [self.local.get(k) for k in keys]
         ask = [i for i, v in enumerate(found) if v is None]

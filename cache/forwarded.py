@@ -86,8 +86,9 @@ class Receipt:
 class ForwardedRecord:
     """Per backend, the blocks of the prompts it prefilled; see the module docstring."""
 
-    def __init__(self, *, max_bytes: int, ttl: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self, *, max_bytes: int, ttl: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ttl = ttl
         self.clock = clock
         self.salt = os.urandom(16)
@@ -103,12 +104,24 @@ class ForwardedRecord:
     def __len__(self) -> int:
         return len(self._stamps)
 
-    def blocks(self, tenant: str, units: str | Sequence[int], block_size: int, *,
-               partition: str = "",
-               chars_per_token: float = TEXT_CHARS_PER_TOKEN) -> Blocks:  # fmt: skip
+    def blocks(
+        self,
+        tenant: str,
+        units: str | Sequence[int],
+        block_size: int,
+        *,
+        partition: str = "",
+        chars_per_token: float = TEXT_CHARS_PER_TOKEN,
+    ) -> Blocks:
         """The chain of a candidate prompt (cache/prompt_blocks.py says which units)."""
-        return prompt_blocks(self.salt, tenant, units, block_size, partition=partition,
-                             chars_per_token=chars_per_token)  # fmt: skip
+        return prompt_blocks(
+            self.salt,
+            tenant,
+            units,
+            block_size,
+            partition=partition,
+            chars_per_token=chars_per_token,
+        )
 
     def horizon(self, backend: str, tenant: str = "") -> float:
         """How long `backend` is believed to keep `tenant`'s blocks: `ttl` until a miss

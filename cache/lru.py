@@ -30,8 +30,9 @@ MEMORY_BYTES = 128 << 20
 
 
 class ByteLRU:
-    def __init__(self, max_bytes: int, owner: Callable[[str], str] = owner_of,
-                 max_items: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, max_bytes: int, owner: Callable[[str], str] = owner_of, max_items: int | None = None
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_items = max_items
         self.total = 0

@@ -35,8 +35,9 @@ class ChunkMemo:
         self._landing: dict[str, MemoEntry] = {}  # put_later's entries until they land
 
     @staticmethod
-    def keys(fingerprint: str, documents: Sequence[str], question: str | None,
-             tenant: str = "") -> list[str]:  # fmt: skip
+    def keys(
+        fingerprint: str, documents: Sequence[str], question: str | None, tenant: str = ""
+    ) -> list[str]:
         return [memo_key(fingerprint, doc, question, tenant) for doc in documents]
 
     async def lookup(

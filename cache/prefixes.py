@@ -28,8 +28,14 @@ HOT_KEEP = 1024
 
 
 class PrefixRegistry:
-    def __init__(self, store: KVStore, replay_ttl: float = 24 * 3600, *,
-                 ttl: float = PREFIX_TTL_S, hot_keep: int = HOT_KEEP):  # fmt: skip
+    def __init__(
+        self,
+        store: KVStore,
+        replay_ttl: float = 24 * 3600,
+        *,
+        ttl: float = PREFIX_TTL_S,
+        hot_keep: int = HOT_KEEP,
+    ):
         self.store = store
         self.replay_ttl = replay_ttl
         self.ttl = ttl
@@ -42,9 +48,14 @@ class PrefixRegistry:
         await self.store.hsetnx(f"prefix:{key}", "model", model)
         await self.store.hincr(
             f"prefix:{key}",
-            {"requests": 1, "prompt_tokens": prompt_tokens, "cached_tokens": cached_tokens,
-             f"replica:{replica}": 1}, self.ttl,
-        )  # fmt: skip
+            {
+                "requests": 1,
+                "prompt_tokens": prompt_tokens,
+                "cached_tokens": cached_tokens,
+                f"replica:{replica}": 1,
+            },
+            self.ttl,
+        )
         await self.store.zincr(HOT, key, keep=self.hot_keep, ttl=self.ttl)
 
     async def stats(self, key: str) -> dict[str, str]:

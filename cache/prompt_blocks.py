@@ -65,9 +65,15 @@ class Blocks:
         return tokens / self.tokens_per_block
 
 
-def prompt_blocks(salt: bytes, tenant: str, units: str | Sequence[int], block_size: int, *,
-                  partition: str = "",
-                  chars_per_token: float = TEXT_CHARS_PER_TOKEN) -> Blocks:  # fmt: skip
+def prompt_blocks(
+    salt: bytes,
+    tenant: str,
+    units: str | Sequence[int],
+    block_size: int,
+    *,
+    partition: str = "",
+    chars_per_token: float = TEXT_CHARS_PER_TOKEN,
+) -> Blocks:
     """The chain of `units` (text or token ids) in blocks of `block_size` tokens.
 
     `partition`: whatever else keeps vLLM from sharing blocks (the request's cache_salt,

@@ -85,8 +85,9 @@ class FormKey:
     @cached_property
     def name(self) -> str:
         """The store key (hashing every document once per FormKey)."""
-        digest = content_key("stable-form", self.tenant, self.fingerprint, self.static_prefix,
-                             *self.documents)  # fmt: skip
+        digest = content_key(
+            "stable-form", self.tenant, self.fingerprint, self.static_prefix, *self.documents
+        )
         tag = tenant_tag(self.tenant)
         return f"memo:{tag + ':' if tag else ''}form-{digest}"
 
@@ -109,8 +110,9 @@ class StableForm:
 
 
 class StableForms:
-    def __init__(self, store: KVStore, *, ttl: float, max_questions: int,
-                 on_error: OnError | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, store: KVStore, *, ttl: float, max_questions: int, on_error: OnError | None = None
+    ) -> None:
         self.store = store
         self.ttl = ttl
         self.max_questions = max_questions
@@ -157,8 +159,9 @@ class StableForms:
         except Exception as exc:  # noqa: BLE001 - an outage: unrecorded, asked again later
             self.on_error("reuse", exc)
 
-    async def _store(self, key: FormKey, name: str, form: StableForm, question: str | None,
-                     op: str) -> None:  # fmt: skip
+    async def _store(
+        self, key: FormKey, name: str, form: StableForm, question: str | None, op: str
+    ) -> None:
         if len(form.texts) != len(key.documents):
             raise ValueError("a stable form has one text per document")
         try:
@@ -208,8 +211,14 @@ def _encode(form: StableForm, question: str | None) -> str:
     """JSON, ASCII only: every text comes back as the same code points, so the same
     bytes; the digest of the question it was made for rides in the same field."""
     asked = [] if question is None else [question_digest(question)]
-    return json.dumps({"texts": list(form.texts), "before": form.tokens_before,
-                       "after": form.tokens_after, "asked": asked})  # fmt: skip
+    return json.dumps(
+        {
+            "texts": list(form.texts),
+            "before": form.tokens_before,
+            "after": form.tokens_after,
+            "asked": asked,
+        }
+    )
 
 
 def _deepest(table: dict[str, str]) -> int:

@@ -38,19 +38,30 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> (module, attribute in it)
 _EXPORTS: Mapping[str, tuple[str, str]] = {
-    **{n: ("compressors.base", n) for n in (
-        "Budget", "CompressionResult", "Compressor", "DocumentResult", "TokenCounter")},
+    **{
+        n: ("compressors.base", n)
+        for n in ("Budget", "CompressionResult", "Compressor", "DocumentResult", "TokenCounter")
+    },
     "IdentityCompressor": ("compressors.identity", "IdentityCompressor"),
     "ExtractiveCompressor": ("compressors.extractive", "ExtractiveCompressor"),
     "FastExtractiveCompressor": (
-        "compressors.fast_extractive.compressor", "FastExtractiveCompressor"),
+        "compressors.fast_extractive.compressor",
+        "FastExtractiveCompressor",
+    ),
     "LLMLingua2Compressor": ("compressors.llmlingua2.compressor", "LLMLingua2Compressor"),
     "LongLLMLinguaCompressor": ("compressors.longllmlingua", "LongLLMLinguaCompressor"),
     "REGISTRY": ("compressors.registry", "REGISTRY"),
     "build_compressor": ("compressors.registry", "build_compressor"),
-    **{n: ("compressors.tokens", n) for n in (
-        "ApproxTokenCounter", "HFTokenCounter", "count_spans", "counter_name",
-        "make_token_counter")},
+    **{
+        n: ("compressors.tokens", n)
+        for n in (
+            "ApproxTokenCounter",
+            "HFTokenCounter",
+            "count_spans",
+            "counter_name",
+            "make_token_counter",
+        )
+    },
     "DeadlineExceeded": ("compressors.deadline", "DeadlineExceeded"),
     "within": ("compressors.deadline", "within"),
     "AUTO": ("compressors.adaptive", "AUTO"),
@@ -63,11 +74,13 @@ _EXPORTS: Mapping[str, tuple[str, str]] = {
     "partition_verbatim": ("compressors.verbatim", "partition"),
     "merge_verbatim": ("compressors.verbatim", "merge"),
     "Protector": ("compressors.protect", "Protector"),
-    **{n: ("compressors.sentences", n) for n in (
-        "MAX_SENTENCE_CHARS", "render_kept", "split_sentences")},
+    **{
+        n: ("compressors.sentences", n)
+        for n in ("MAX_SENTENCE_CHARS", "render_kept", "split_sentences")
+    },
     "ensure_tiktoken_cache": ("compressors.offline", "ensure_tiktoken_cache"),
     "load_cl100k": ("compressors.offline", "load_cl100k"),
-}  # fmt: skip
+}
 
 __all__ = (
     "AdaptiveBudget",

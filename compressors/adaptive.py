@@ -36,8 +36,12 @@ class AdaptiveBudget(Budget):
             raise ValueError(f"need 0 <= min_rate <= rate (max), got {self.min_rate}")
 
 
-def adaptive_keep(scores: Sequence[np.ndarray], counts: Sequence[Sequence[int]],
-                  before: Sequence[int], budget: AdaptiveBudget) -> list[list[bool]]:  # fmt: skip
+def adaptive_keep(
+    scores: Sequence[np.ndarray],
+    counts: Sequence[Sequence[int]],
+    before: Sequence[int],
+    budget: AdaptiveBudget,
+) -> list[list[bool]]:
     """Keep flags per document and sentence."""
     total = sum(before)
     flat = np.concatenate([np.asarray(s, dtype=np.float64) for s in scores]) if scores else []

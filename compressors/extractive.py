@@ -150,10 +150,14 @@ class ExtractiveCompressor:
 
     def fingerprint(self) -> str:
         return fingerprint(
-            self, self.model_id, counter_field(self), f"min={self.min_sentences}",
-            f"max_chars={self.max_sentence_chars}", f"round={self.score_decimals}",
+            self,
+            self.model_id,
+            counter_field(self),
+            f"min={self.min_sentences}",
+            f"max_chars={self.max_sentence_chars}",
+            f"round={self.score_decimals}",
             self.chosen_precision or self.precision,
-        )  # fmt: skip
+        )
 
     # -- embeddings -------------------------------------------------------------------
 
@@ -230,8 +234,7 @@ class ExtractiveCompressor:
         ]
         return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
-    def _scores(self, sentences: list[list[str]], question: str,
-                scope: str) -> list[np.ndarray]:  # fmt: skip
+    def _scores(self, sentences: list[list[str]], question: str, scope: str) -> list[np.ndarray]:
         flat = [s for doc in sentences for s in doc]
         if not flat:
             return [np.zeros(0) for _ in sentences]

@@ -172,10 +172,15 @@ class LongLLMLinguaCompressor:
 
     def fingerprint(self) -> str:
         return fingerprint(
-            self, self.model_id, f"device={self.device}", f"dyn={self.dynamic_ratio}",
-            f"compare={self.condition_compare}", f"iter={self.iterative_size}",
-            f"min={self.min_rate}", counter_field(self),
-        )  # fmt: skip
+            self,
+            self.model_id,
+            f"device={self.device}",
+            f"dyn={self.dynamic_ratio}",
+            f"compare={self.condition_compare}",
+            f"iter={self.iterative_size}",
+            f"min={self.min_rate}",
+            counter_field(self),
+        )
 
     def _load(self):
         with self._lock:

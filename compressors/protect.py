@@ -69,9 +69,7 @@ _NEGATION_WORDS = (
 )
 _APOSTROPHE_T = ("'t", "'T", "\u2019t", "\u2019T")
 _FLAGS = {"code": re.DOTALL, "negation": re.IGNORECASE, "date": re.IGNORECASE}
-KINDS: tuple[str, ...] = (
-    "code", "json", "table", "url", "citation", "date", "number", "negation"
-)  # fmt: skip
+KINDS: tuple[str, ...] = ("code", "json", "table", "url", "citation", "date", "number", "negation")
 MAX_JSON_CHARS = 20_000
 JSON_WORK_FACTOR = 4  # characters scanned for JSON, per character of text (json_spans)
 EXTRA_PATTERN_TIMEOUT_S = 0.05
@@ -205,8 +203,11 @@ class Protector:
     def _extra_spans(self, text: str) -> list[Span]:
         limit = EXTRA_PATTERN_TIMEOUT_S
         try:  # concurrent: the GIL released while it runs
-            return [m.span() for rx in self._extra
-                    for m in rx.finditer(text, timeout=limit, concurrent=True)]  # fmt: skip
+            return [
+                m.span()
+                for rx in self._extra
+                for m in rx.finditer(text, timeout=limit, concurrent=True)
+            ]
         except TimeoutError as exc:
             raise PatternTimeout("a protect pattern ran past its time limit") from exc
 

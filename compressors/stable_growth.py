@@ -72,8 +72,9 @@ class Growth:
     added_chars: int
 
 
-def missing_sentences(form: Sequence[str], fresh: Sequence[str],
-                      read: Reader = sentences_of) -> list[list[str]]:  # fmt: skip
+def missing_sentences(
+    form: Sequence[str], fresh: Sequence[str], read: Reader = sentences_of
+) -> list[list[str]]:
     """Per document, the sentences of its `fresh` text the form lacks as sentences (in
     its own form text or its group of added ones), in order, each once. `read`: the
     sentences of a text (a memo of `sentences_of`: cache/analysis.py), the fresh texts'
@@ -104,8 +105,9 @@ def grow(form: Sequence[str], fresh: Sequence[str], read: Reader = sentences_of)
         for i, lacking in enumerate(missing):
             texts[i] = " ".join(lacking)
         return Growth(tuple(texts), added, sum(map(len, texts)))
-    addition = "".join(marker(i) + " ".join(lacking) for i, lacking in enumerate(missing)
-                       if lacking)  # fmt: skip
+    addition = "".join(
+        marker(i) + " ".join(lacking) for i, lacking in enumerate(missing) if lacking
+    )
     texts[last] = texts[last] + addition  # every earlier byte kept
     return Growth(tuple(texts), added, len(addition))
 
@@ -123,8 +125,10 @@ def _present(form: Sequence[str], read: Reader) -> list[frozenset[str]]:
             index = int(number) - 1
             if 0 <= index < len(form):
                 groups[index].append(group)
-    return [read(text).present.union(*(read(g).present for g in extra))
-            for text, extra in zip(own, groups, strict=True)]  # fmt: skip
+    return [
+        read(text).present.union(*(read(g).present for g in extra))
+        for text, extra in zip(own, groups, strict=True)
+    ]
 
 
 def _last_nonempty(texts: Sequence[str]) -> int | None:

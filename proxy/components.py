@@ -16,9 +16,10 @@ from cache.prefixes import PrefixRegistry
 from cache.store import KVStore, MemoryStore, RedisStore
 from cache.writes import BackgroundWrites
 from compressors import Compressor
-from proxy.backends.discovery import Discovery, DnsTarget, make_resolver, split_backends
+from proxy.backends.discovery import Discovery
 from proxy.backends.endpoint import EndpointPool
 from proxy.backends.health import HealthChecker
+from proxy.backends.parts import make_discovery, make_health, make_pool
 from proxy.backends.scrape import MetricsScraper
 from proxy.backends.warmup import Warmer
 from proxy.compression.ingest import Ingest
@@ -159,16 +160,6 @@ def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
     return Feedback(metrics, gate, prefixes, gate.pool, scraper)
 
 
-def make_discovery(settings: Settings, dns_targets: list[DnsTarget], pool: EndpointPool,
-                   metrics: Metrics, health: HealthChecker) -> Discovery | None:  # fmt: skip
-    """DNS discovery of dns+http:// backends; joiners are health-checked at once, and
-    the health checker's on_healthy hook warms them."""
-    if not dns_targets:
-        return None
-    resolver = make_resolver(settings.discovery)
-    return Discovery(dns_targets, pool, resolver, settings.discovery, metrics, health.check)
-
-
 def own_store(settings: Settings, store: KVStore, metrics: Metrics, timeout: float) -> KVStore:
     """Its own Redis connections and timeout, for the limit script (redis.quota_timeout_s)
     and the accounting ledger (redis.accounting_timeout_s): a cache read may give up in
@@ -255,18 +246,14 @@ def build(
     on_loaded: Callable[[], None] | None = None,
 ) -> Components:
     metrics = Metrics()
-    static_backends, dns_targets = split_backends(settings.backends)
-    pool = EndpointPool.from_urls(static_backends)
-    metrics.watch_pool(pool)
+    pool, dns_targets = make_pool(settings, metrics)
     transport = transport or AiohttpTransport(settings.timeouts.connect_s)
     if store is None:
         store = make_store(settings, lambda op, _: metrics.store_errors.labels(op).inc())
     known = Identity(settings.tenancy, settings.accounting.admin_key)
-    identity = EdgeIdentity(known)
+    identity, c = EdgeIdentity(known), settings.compression
     ops = make_operations(settings, store, metrics, identity)
-    c = settings.compression
     compression = make_compression(settings, store, pool, metrics, compressor)
-    engine, gate, stable = compression.engine, compression.gate, compression.stable
     stages = make_stages(settings, TenantStage(known), compression, metrics, ops.quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     on_loaded = on_loaded or _nothing
@@ -275,19 +262,17 @@ def build(
                           retry_after_s=settings.admission.retry_after_s)  # fmt: skip
     prefixes = PrefixRegistry(store, ttl=settings.store.prefix_ttl_s,
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
-    feedback = make_feedback(c, metrics, gate, prefixes, transport)
+    feedback = make_feedback(c, metrics, compression.gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
                                identity, ops, ResponseOwners(settings.tenancy, store),
-                               stable)  # fmt: skip
-    health = HealthChecker(pool, transport, settings.health)
-    health.on_healthy.append(Warmer(settings.warmup, pool, prefixes, transport, metrics, router))
-    if kv is not None:
-        health.on_healthy.append(kv.warm)  # the chat tokenizer, loaded off the loop
+                               compression.stable)  # fmt: skip
+    warmer = Warmer(settings.warmup, pool, prefixes, transport, metrics, router)
+    health = make_health(settings, pool, transport, warmer, kv.warm if kv else None)
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)
+    ingest = Ingest(compression.engine, c.rate, c.limits, settings.requests.max_question_chars)
     return Components(
-        settings=settings, metrics=metrics, pool=pool, health=health,
-        store=store, compression=compression, prefixes=prefixes, feedback=feedback,
-        forwarder=forwarder, transport=transport, identity=identity, ops=ops, discovery=discovery,
-        ingest=Ingest(engine, c.rate, c.limits, settings.requests.max_question_chars), kv=kv,
-        on_loaded=on_loaded,
+        settings=settings, metrics=metrics, pool=pool, health=health, store=store,
+        compression=compression, prefixes=prefixes, feedback=feedback, forwarder=forwarder,
+        transport=transport, identity=identity, ops=ops, discovery=discovery, ingest=ingest,
+        kv=kv, on_loaded=on_loaded,
     )  # fmt: skip

@@ -100,10 +100,15 @@ class FastExtractiveCompressor:
     def fingerprint(self) -> str:
         weights = ",".join(f"{k}={v:g}" for k, v in sorted(self.weights.items()))
         return fingerprint(
-            self, self.model_path.name, f"weights={weights}", counter_field(self),
-            f"min={self.min_sentences}", f"max_chars={self.max_sentence_chars}",
-            f"round={self.score_decimals}", f"kept={self.kept_counts}",
-        )  # fmt: skip
+            self,
+            self.model_path.name,
+            f"weights={weights}",
+            counter_field(self),
+            f"min={self.min_sentences}",
+            f"max_chars={self.max_sentence_chars}",
+            f"round={self.score_decimals}",
+            f"kept={self.kept_counts}",
+        )
 
     # -- model -------------------------------------------------------------------------
 
@@ -143,8 +148,9 @@ class FastExtractiveCompressor:
         each tokenizer's batch API called once for all documents."""
         if self._content is None:
             self.load()
-        spans = [split_sentences(d, self.protector.spans(d), self.max_sentence_chars)
-                 for d in documents]  # fmt: skip
+        spans = [
+            split_sentences(d, self.protector.spans(d), self.max_sentence_chars) for d in documents
+        ]
         counted = count_spans_many(self.count_tokens, documents, spans)
         wordpieces = self.embedder.tokens_many(documents)
         parts = zip(documents, spans, counted, wordpieces, strict=True)
@@ -167,8 +173,7 @@ class FastExtractiveCompressor:
 
     # -- the request part ---------------------------------------------------------------
 
-    def _signals(self, prepared: PreparedSet,
-                 question: str) -> tuple[dict[str, np.ndarray], float]:  # fmt: skip
+    def _signals(self, prepared: PreparedSet, question: str) -> tuple[dict[str, np.ndarray], float]:
         """The signals, and the ms of the question's part: its encoding and every step
         whose size grows with its terms (the proxy prices it apart: `question_ms`)."""
         p = prepared
@@ -194,8 +199,7 @@ class FastExtractiveCompressor:
         """Each document's sentence scores (rounded), in sentence order."""
         return self._scores(prepare(feats), question)[0]
 
-    def _scores(self, prepared: PreparedSet,
-                question: str) -> tuple[list[np.ndarray], float]:  # fmt: skip
+    def _scores(self, prepared: PreparedSet, question: str) -> tuple[list[np.ndarray], float]:
         """`scores`, and the ms of the question's part (`_signals`)."""
         if not prepared.sentences:  # no sentence anywhere: nothing to score
             return [np.zeros(0) for _ in prepared.sizes], 0.0
@@ -220,19 +224,25 @@ class FastExtractiveCompressor:
         return self.compress_features(docs, feats, question=question, budget=budget)
 
     def compress_features(
-        self, documents: Sequence[str], features: Sequence[ChunkFeatures], *, question: str,
+        self,
+        documents: Sequence[str],
+        features: Sequence[ChunkFeatures],
+        *,
+        question: str,
         budget: Budget,
-    ) -> CompressionResult:  # fmt: skip
+    ) -> CompressionResult:
         """compress() given each document's features (memoized or fresh): same output."""
-        return self.compress_prepared(documents, prepare(features), question=question,
-                                      budget=budget)  # fmt: skip
+        return self.compress_prepared(
+            documents, prepare(features), question=question, budget=budget
+        )
 
     def prepare(self, features: Sequence[ChunkFeatures]) -> PreparedSet:
         """The set's question-independent arrays, for any number of questions (prepared.py)."""
         return prepare(features)
 
-    def compress_prepared(self, documents: Sequence[str], prepared: PreparedSet, *,
-                          question: str, budget: Budget) -> CompressionResult:  # fmt: skip
+    def compress_prepared(
+        self, documents: Sequence[str], prepared: PreparedSet, *, question: str, budget: Budget
+    ) -> CompressionResult:
         """compress_features() over a prepared set: the question's part alone."""
         docs, before, counts = list(documents), list(prepared.before), prepared.counts
         if budget.target_tokens is None and budget.rate >= 1.0:

@@ -46,8 +46,15 @@ class PreparedSet:
     @property
     def nbytes(self) -> int:
         """What it holds, roughly (cache/analysis.py bounds its memo in bytes)."""
-        arrays = (self.doc_of, self.vectors, self.doc_vectors, self.ids, self.owner,
-                  self.lengths, self.doc_lengths)  # fmt: skip
+        arrays = (
+            self.doc_of,
+            self.vectors,
+            self.doc_vectors,
+            self.ids,
+            self.owner,
+            self.lengths,
+            self.doc_lengths,
+        )
         return sum(a.nbytes for a in arrays) + 120 * self.sentences + 200 * len(self.sizes)
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:

@@ -174,11 +174,16 @@ class LLMLingua2Compressor:
 
     def fingerprint(self) -> str:
         return fingerprint(
-            self, self.model_id, f"engine={self.engine}", f"device={self.device}",
+            self,
+            self.model_id,
+            f"engine={self.engine}",
+            f"device={self.device}",
             f"precision={self.chosen_precision or self.precision}",
-            f"force={list(self.force_tokens)}", f"ends={list(self.chunk_end_tokens)}",
-            f"seq={self.max_seq_len}", counter_field(self),
-        )  # fmt: skip
+            f"force={list(self.force_tokens)}",
+            f"ends={list(self.chunk_end_tokens)}",
+            f"seq={self.max_seq_len}",
+            counter_field(self),
+        )
 
     def make_chunker(self, tokenizer) -> WordChunker:
         return WordChunker(

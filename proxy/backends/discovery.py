@@ -155,8 +155,15 @@ def make_resolver(settings: DiscoverySettings) -> Resolver:
 class Discovery:
     """Keeps the pool's share of each DNS target equal to its last good answer."""
 
-    def __init__(self, targets: Sequence[DnsTarget], pool: EndpointPool, resolver: Resolver,
-                 settings: DiscoverySettings, metrics: Metrics, on_added: OnAdded):  # fmt: skip
+    def __init__(
+        self,
+        targets: Sequence[DnsTarget],
+        pool: EndpointPool,
+        resolver: Resolver,
+        settings: DiscoverySettings,
+        metrics: Metrics,
+        on_added: OnAdded,
+    ):
         self.targets = list(targets)
         self.pool = pool
         self.resolver = resolver
@@ -177,13 +184,18 @@ class Discovery:
                 addresses = await self.resolver.resolve(target.host, target.port)
         except (ResolveError, TimeoutError, OSError) as exc:
             self.metrics.discovery_refreshes.labels(target.source, "error").inc()
-            log.warning("%s: look-up failed, keeping %d replicas: %s",
-                        target.source, len(self.owned[target]), exc)  # fmt: skip
+            log.warning(
+                "%s: look-up failed, keeping %d replicas: %s",
+                target.source,
+                len(self.owned[target]),
+                exc,
+            )
             return None
         if not addresses:
             self.metrics.discovery_refreshes.labels(target.source, "empty").inc()
-            log.warning("%s: no addresses, keeping %d replicas",
-                        target.source, len(self.owned[target]))  # fmt: skip
+            log.warning(
+                "%s: no addresses, keeping %d replicas", target.source, len(self.owned[target])
+            )
             return None
         self.metrics.discovery_refreshes.labels(target.source, "ok").inc()
         return addresses

@@ -50,8 +50,14 @@ class HealthChecker:
 
     async def models(self, ep: Endpoint) -> tuple[dict, ...]:
         """The backend's model cards; an UpstreamError or CheckFailed otherwise."""
-        reply = await call(self.transport, "GET", f"{ep.url}/v1/models", headers=CLOSE,
-                           timeout=self.settings.timeout_s, phase="health check")  # fmt: skip
+        reply = await call(
+            self.transport,
+            "GET",
+            f"{ep.url}/v1/models",
+            headers=CLOSE,
+            timeout=self.settings.timeout_s,
+            phase="health check",
+        )
         if reply.status != 200:
             raise CheckFailed(f"HTTP {reply.status}")
         try:
@@ -68,8 +74,11 @@ class HealthChecker:
             return
         except (UpstreamError, CheckFailed) as exc:
             refused = getattr(exc, "connect_failed", False)
-            ep.check_failed(f"{type(exc).__name__}: {exc}", refused=refused,
-                            unhealthy_after=self.settings.unhealthy_after)  # fmt: skip
+            ep.check_failed(
+                f"{type(exc).__name__}: {exc}",
+                refused=refused,
+                unhealthy_after=self.settings.unhealthy_after,
+            )
         else:
             ep.check_passed(cards)
         if ep.healthy != was_healthy:

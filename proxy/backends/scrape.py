@@ -144,8 +144,13 @@ class MetricsScraper:
         """The backend's metrics page; None (and its reads off for `retry_s` unless the
         failure was ragtrim's own) when there is none."""
         try:
-            reply = await call(self.transport, "GET", f"{ep.url}/metrics", timeout=self.timeout,
-                               phase="metrics scrape")  # fmt: skip
+            reply = await call(
+                self.transport,
+                "GET",
+                f"{ep.url}/metrics",
+                timeout=self.timeout,
+                phase="metrics scrape",
+            )
         except LocalResourceError as exc:
             log.info("metrics of %s not read: %s", ep.url, exc.message)
             return None

@@ -34,8 +34,9 @@ def replay_context(key: str, body: dict) -> RequestContext:
     """What the router sees of a replay: the body and its prefix key."""
     route = "chat" if "messages" in body else "completions"
     raw = json.dumps(body).encode()
-    return RequestContext(request_id=f"warmup-{key[:16]}", route=route, raw=raw, body=body,
-                          headers={}, prefix_key=key)  # fmt: skip
+    return RequestContext(
+        request_id=f"warmup-{key[:16]}", route=route, raw=raw, body=body, headers={}, prefix_key=key
+    )
 
 
 class Ranker(Protocol):
@@ -88,9 +89,15 @@ class Warmer:
         async with gate:
             ep.take()
             try:
-                reply = await call(self.transport, "POST", ep.url + path,
-                                   body=json.dumps(body).encode(), headers=JSON,
-                                   timeout=self.settings.budget_s, phase="warm-up")  # fmt: skip
+                reply = await call(
+                    self.transport,
+                    "POST",
+                    ep.url + path,
+                    body=json.dumps(body).encode(),
+                    headers=JSON,
+                    timeout=self.settings.budget_s,
+                    phase="warm-up",
+                )
                 ok = reply.status == 200
             except ProxyError:
                 ok = False

@@ -42,8 +42,13 @@ class CacheView:
         """The chain of the first MAX_HASHED_CHARS of `text` (hashing runs on the event
         loop; docs/decisions/0044-compression-service-path.md). Beyond the bound nothing
         counts as held: the safe side (the tokens are priced as uncached)."""
-        return self.record.blocks(tenant, text[:MAX_HASHED_CHARS], self.block_size,
-                                  partition=partition, chars_per_token=chars_per_token)  # fmt: skip
+        return self.record.blocks(
+            tenant,
+            text[:MAX_HASHED_CHARS],
+            self.block_size,
+            partition=partition,
+            chars_per_token=chars_per_token,
+        )
 
     def held(self, blocks: Blocks) -> int:
         """Leading tokens of `blocks` held by the backend that holds the most."""

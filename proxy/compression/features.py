@@ -23,9 +23,13 @@ INLINE_CHARS = 12_000  # ~3k tokens: a seen set's job this small runs on the loo
 
 
 class FeaturePath:
-    def __init__(self, compressor: FeatureCompressor, cache: FeatureCache,
-                 inline_chars: int = INLINE_CHARS,
-                 analyses: DocumentAnalyses | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        compressor: FeatureCompressor,
+        cache: FeatureCache,
+        inline_chars: int = INLINE_CHARS,
+        analyses: DocumentAnalyses | None = None,
+    ) -> None:
         self.compressor = compressor
         self.cache = cache
         self.fingerprint = compressor.feature_fingerprint()
@@ -48,15 +52,24 @@ class FeaturePath:
     async def seen(self, documents: Sequence[str], tenant: str) -> int:
         return sum(b is not None for b in await self.fetch(documents, tenant))
 
-    async def keep(self, documents: Sequence[str], blobs: Sequence[bytes | None],
-                   found: Sequence[bytes | None], tenant: str) -> None:  # fmt: skip
+    async def keep(
+        self,
+        documents: Sequence[str],
+        blobs: Sequence[bytes | None],
+        found: Sequence[bytes | None],
+        tenant: str,
+    ) -> None:
         """Store what the worker computed (`blobs` entries that are not the `found` ones)."""
-        new = {d: b for d, b, old in zip(documents, blobs, found, strict=True)
-               if b is not None and b is not old}  # fmt: skip
+        new = {
+            d: b
+            for d, b, old in zip(documents, blobs, found, strict=True)
+            if b is not None and b is not old
+        }
         await self.cache.put_many(self.fingerprint, new, tenant)
 
-    async def precompute(self, documents: Sequence[str], tenant: str, pool: Executor,
-                         timeout: float) -> int:  # fmt: skip
+    async def precompute(
+        self, documents: Sequence[str], tenant: str, pool: Executor, timeout: float
+    ) -> int:
         """Compute (in `pool`) and store the features of the unseen `documents`."""
         blobs = await self.fetch(documents, tenant)
         new = [d for d, b in zip(documents, blobs, strict=True) if b is None]
@@ -81,15 +94,22 @@ class FeaturePath:
                 out[i], blobs[i] = f, encode_features(f)
         return out  # type: ignore[return-value]
 
-    def compress(self, documents: Sequence[str], question: str, blobs: list[bytes | None],
-                 budget_for: Callable[[list[int]], object], tenant: str = ""):  # fmt: skip
+    def compress(
+        self,
+        documents: Sequence[str],
+        question: str,
+        blobs: list[bytes | None],
+        budget_for: Callable[[list[int]], object],
+        tenant: str = "",
+    ):
         """In a worker, or on the loop for a small seen set: the request part over the
         set's prepared arrays (the budget from their token counts: a seen document is
         not tokenized again)."""
         prepared = self.prepared(documents, blobs, tenant)
         budget = budget_for(list(prepared.before))
-        return self.compressor.compress_prepared(documents, prepared, question=question,
-                                                 budget=budget)  # fmt: skip
+        return self.compressor.compress_prepared(
+            documents, prepared, question=question, budget=budget
+        )
 
     def prepared(self, documents: Sequence[str], blobs: list[bytes | None], tenant: str):
         """The set's question-independent arrays (compressors/fast_extractive/prepared.py):

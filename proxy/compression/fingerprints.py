@@ -21,8 +21,12 @@ MAX_KEPT = 64
 
 
 class Fingerprints:
-    def __init__(self, compressor: Compressor, count: TokenCounter | None = None,
-                 ready: Callable[[], bool] = lambda: True):  # fmt: skip
+    def __init__(
+        self,
+        compressor: Compressor,
+        count: TokenCounter | None = None,
+        ready: Callable[[], bool] = lambda: True,
+    ):
         self.compressor = compressor
         self.count = count
         self.ready = ready

@@ -47,8 +47,13 @@ class CompressRequest(BaseModel):
 class Ingest:
     """The /v1/compress work of one process: its per-tenant admission and its limits."""
 
-    def __init__(self, engine: CompressionEngine, default_rate: float,
-                 limits: CompressionLimitSettings, max_question_chars: int):  # fmt: skip
+    def __init__(
+        self,
+        engine: CompressionEngine,
+        default_rate: float,
+        limits: CompressionLimitSettings,
+        max_question_chars: int,
+    ):
         self.engine = engine
         self.default_rate = default_rate
         self.limits = limits
@@ -115,11 +120,17 @@ async def compress_documents(
     for i, text in enumerate(req.documents):
         entry = found.get(i)
         if i not in found:  # kept verbatim: the compressor never saw it, so no counts
-            out.append({"text": text, "tokens_before": None, "tokens_after": None,
-                        "verbatim": True})  # fmt: skip
+            out.append(
+                {"text": text, "tokens_before": None, "tokens_after": None, "verbatim": True}
+            )
         elif entry is not None:
-            out.append({"text": entry.text, "tokens_before": entry.tokens_before,
-                        "tokens_after": entry.tokens_after})  # fmt: skip
+            out.append(
+                {
+                    "text": entry.text,
+                    "tokens_before": entry.tokens_before,
+                    "tokens_after": entry.tokens_after,
+                }
+            )
     return {
         "object": "ragtrim.compression",
         "compressor": engine.name,

@@ -23,20 +23,24 @@ def check_documents(docs: list[Any], limits: CompressionLimitSettings, param: st
     if len(docs) > limits.max_documents:
         raise InvalidRequest(
             f"{param}: {len(docs)} documents, at most {limits.max_documents} "
-            "(compression.limits.max_documents)", param=param, code="too_many_documents",
-        )  # fmt: skip
+            "(compression.limits.max_documents)",
+            param=param,
+            code="too_many_documents",
+        )
     sizes = [len(d) for d in docs if isinstance(d, str)]
     longest = max(sizes, default=0)
     if longest > limits.max_document_chars:
         raise PayloadTooLarge(
             f"{param}: a document of {longest} characters, at most "
-            f"{limits.max_document_chars} (compression.limits.max_document_chars)", param=param,
-        )  # fmt: skip
+            f"{limits.max_document_chars} (compression.limits.max_document_chars)",
+            param=param,
+        )
     if sum(sizes) > limits.max_request_chars:
         raise PayloadTooLarge(
             f"{param}: {sum(sizes)} characters in all, at most {limits.max_request_chars} "
-            "(compression.limits.max_request_chars)", param=param,
-        )  # fmt: skip
+            "(compression.limits.max_request_chars)",
+            param=param,
+        )
 
 
 def within_limits(texts: list[str], limits: CompressionLimitSettings) -> bool:

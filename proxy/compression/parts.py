@@ -39,46 +39,69 @@ def make_engine(
         c.compressor, {"count_tokens": counter, "device": c.device, **c.options}
     )
     return CompressionEngine(
-        compressor, ChunkMemo(store, c.memo_ttl_s), timeout=c.timeout_s, workers=c.workers,
-        count=counter, features=make_feature_cache(c, store, metrics), analyses=analyses,
-    )  # fmt: skip
+        compressor,
+        ChunkMemo(store, c.memo_ttl_s),
+        timeout=c.timeout_s,
+        workers=c.workers,
+        count=counter,
+        features=make_feature_cache(c, store, metrics),
+        analyses=analyses,
+    )
 
 
-def make_feature_cache(c: CompressionSettings, store: KVStore,
-                       metrics: Metrics | None) -> FeatureCache | None:  # fmt: skip
+def make_feature_cache(
+    c: CompressionSettings, store: KVStore, metrics: Metrics | None
+) -> FeatureCache | None:
     """Per-chunk features, question-independent: in-process, then shared."""
     if not c.feature_cache_bytes:
         return None
     if metrics is None:
         return FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl_s)
     lookups, written = metrics.feature_lookups, metrics.feature_bytes_written
-    cache = FeatureCache(store, max_bytes=c.feature_cache_bytes, ttl=c.memo_ttl_s,
-                         on_lookup=lambda result, n: lookups.labels(result).inc(n),
-                         on_write=written.inc)  # fmt: skip
+    cache = FeatureCache(
+        store,
+        max_bytes=c.feature_cache_bytes,
+        ttl=c.memo_ttl_s,
+        on_lookup=lambda result, n: lookups.labels(result).inc(n),
+        on_write=written.inc,
+    )
     metrics.feature_cache_bytes.set_function(lambda: cache.local.bytes)
     return cache
 
 
 def make_gate(c: CompressionSettings, compressor: Compressor, pool: EndpointPool) -> CostGate:
     """The compressor's own cost prior decides until its start-up measurement lands."""
-    return CostGate(c.policy, pool=pool, prior_ms_per_1k=compressor.prior_ms_per_1k,
-                    min_context_tokens=c.min_context_tokens,
-                    max_added_ms=c.max_added_ms,
-                    prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
-                    cores=len(os.sched_getaffinity(0)))  # fmt: skip
+    return CostGate(
+        c.policy,
+        pool=pool,
+        prior_ms_per_1k=compressor.prior_ms_per_1k,
+        min_context_tokens=c.min_context_tokens,
+        max_added_ms=c.max_added_ms,
+        prior_seen_ms_per_1k=getattr(compressor, "prior_seen_ms_per_1k", None),
+        cores=len(os.sched_getaffinity(0)),
+    )
 
 
-def make_stable(c: CompressionSettings, store: KVStore, gate: CostGate, metrics: Metrics,
-                engine: CompressionEngine,
-                analyses: DocumentAnalyses | None = None) -> StableCompression | None:  # fmt: skip
+def make_stable(
+    c: CompressionSettings,
+    store: KVStore,
+    gate: CostGate,
+    metrics: Metrics,
+    engine: CompressionEngine,
+    analyses: DocumentAnalyses | None = None,
+) -> StableCompression | None:
     """Cache-aware compression (compression.stable): the record of forwarded prompts,
     in-process and bounded in bytes, and the stable forms in the shared store."""
     s = c.stable
     if not s.enabled:
         return None
     record = ForwardedRecord(max_bytes=s.record_bytes, ttl=s.record_ttl_s)
-    forms = StableForms(store, ttl=s.form_ttl_s, max_questions=s.max_questions,
-                        on_error=lambda op, exc: metrics.store_errors.labels(op).inc())  # fmt: skip
+    forms = StableForms(
+        store,
+        ttl=s.form_ttl_s,
+        max_questions=s.max_questions,
+        on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
+    )
     gate.pool.on_removed.append(lambda ep: record.forget(ep.url))  # it left: nothing held
     view = CacheView(record, gate.pool, s.block_size)
     return StableCompression(view, forms, gate, metrics, engine.fingerprint, analyses)
@@ -101,8 +124,13 @@ def make_store(
     )
 
 
-def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, metrics: Metrics,
-                     compressor: Compressor | None = None) -> CompressionService:  # fmt: skip
+def make_compression(
+    settings: Settings,
+    store: KVStore,
+    pool: EndpointPool,
+    metrics: Metrics,
+    compressor: Compressor | None = None,
+) -> CompressionService:
     """The compression service the compress stage calls: engine, gate, the prefix cache's
     say and the re-measurement, from `settings.compression`."""
     c = settings.compression
@@ -113,5 +141,6 @@ def make_compression(settings: Settings, store: KVStore, pool: EndpointPool, met
     metrics.registry.register(GateLawCollector(gate))  # its cost laws in /metrics
     stable = make_stable(c, store, gate, metrics, engine, analyses)
     recalibration = Recalibration(engine, gate, c.recalibrate_s)
-    return CompressionService(engine, gate, metrics, settings.log_prompts, c.limits,
-                              recalibration, stable, analyses)  # fmt: skip
+    return CompressionService(
+        engine, gate, metrics, settings.log_prompts, c.limits, recalibration, stable, analyses
+    )

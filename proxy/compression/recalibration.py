@@ -26,8 +26,13 @@ from proxy.gate.decide import CostGate
 
 
 class Recalibration:
-    def __init__(self, engine: CompressionEngine, gate: CostGate, every_s: float,
-                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        engine: CompressionEngine,
+        gate: CostGate,
+        every_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         """`every_s` 0: never (the start-up calibration and the jobs only)."""
         self.engine, self.gate, self.every_s, self.clock = engine, gate, every_s, clock
         self.last_learned = clock()

@@ -113,8 +113,9 @@ class CompressionService:
         if fresh:
             self.estimate.learn(tenant, visible_chars(fresh), outcome.fresh_tokens)
 
-    async def decide_and_run(self, ctx: RequestContext, texts: list[str], question: str,
-                             rate: float | str | None) -> list[str]:  # fmt: skip
+    async def decide_and_run(
+        self, ctx: RequestContext, texts: list[str], question: str, rate: float | str | None
+    ) -> list[str]:
         """The new document texts (`texts` where compressing must not), recorded for the
         prefix cache as what goes upstream."""
         new_texts, ended = await self._shrink(ctx, texts, question, rate) if rate else (texts, None)
@@ -125,8 +126,9 @@ class CompressionService:
             self.gate.observe_finish(spent, self.estimate_tokens(texts, ctx.tenant), ctx.tenant)
         return new_texts
 
-    async def _shrink(self, ctx, texts: list[str], question: str,
-                      rate: float) -> tuple[list[str], float | None]:  # fmt: skip
+    async def _shrink(
+        self, ctx, texts: list[str], question: str, rate: float
+    ) -> tuple[list[str], float | None]:
         """The new document texts: compressed, or `texts` where compressing must not; and
         when the job ended (None: no job ran, or its output was not sent)."""
         fits = within_limits(texts, self.limits)
@@ -142,8 +144,9 @@ class CompressionService:
             form = choice.form
             if form is None:
                 return texts, None
-            ctx.outcome.compression = Compression(self.engine.name, form.tokens_before,
-                                                  form.tokens_after)  # fmt: skip
+            ctx.outcome.compression = Compression(
+                self.engine.name, form.tokens_before, form.tokens_after
+            )
             return list(form.texts), None
         outcome = await self._compress(ctx, picked, question, rate, choice)
         if outcome is None:
@@ -163,16 +166,23 @@ class CompressionService:
                 ctx.outcome.compression = replace(ctx.outcome.compression, tokens_after=after)
         return new, ended
 
-    async def _choose(self, ctx, texts: list[str], picked: list[str], question: str,
-                      rate: float) -> Choice:  # fmt: skip
+    async def _choose(
+        self, ctx, texts: list[str], picked: list[str], question: str, rate: float
+    ) -> Choice:
         """The prefix cache's say (proxy/compression/stable.py); "fresh" without it."""
         if self.stable is None:
             return Choice("fresh")
         tenant = ctx.tenant
         cpt = self.estimate.chars_per_token(tenant)
         wait = self.engine.expected_wait_ms(self.gate.compressor_ms_per_token(tenant) / cpt)
-        prices = Prices(tenant, cpt, self.estimate_tokens(picked, tenant), len(picked),
-                        self.engine.in_flight() + 1, wait)  # fmt: skip
+        prices = Prices(
+            tenant,
+            cpt,
+            self.estimate_tokens(picked, tenant),
+            len(picked),
+            self.engine.in_flight() + 1,
+            wait,
+        )
         return await self.stable.choose(ctx, texts, question, rate, prices)
 
     async def _judgeable(self, texts: list[str], tenant: str) -> list[int]:
@@ -188,8 +198,7 @@ class CompressionService:
             return partition_verbatim(texts)
         return [i for i, t in enumerate(texts) if not memo.get("opaque", tenant, t, is_opaque)]
 
-    async def _compress(self, ctx, texts: list[str], question: str, rate: float,
-                        choice: Choice):  # fmt: skip
+    async def _compress(self, ctx, texts: list[str], question: str, rate: float, choice: Choice):
         if choice.kind == "check" and choice.decision is not None:  # priced by the stable path
             decision = replace(choice.decision, rate=rate)  # a check over seen documents
         else:
@@ -206,8 +215,9 @@ class CompressionService:
             outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
         except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
             reason = _failure_reason(exc)
-            log.warning("compression failed open (%s): %s", reason,
-                        describe_error(exc, self.log_prompts))  # fmt: skip
+            log.warning(
+                "compression failed open (%s): %s", reason, describe_error(exc, self.log_prompts)
+            )
             self.metrics.compress_failures.labels(reason).inc()
             ctx.outcome.decision = failed_open(reason)
             return None
@@ -226,12 +236,17 @@ class CompressionService:
         found = await self.engine.lookup(texts, question, rate, tenant)
         per_char = self.gate.compressor_ms_per_token(tenant) / self.estimate.chars_per_token(tenant)
         hits = sum(e is not None for e in found)
-        return self.gate.decide(context_tokens=tokens, cached_docs=hits,
-                                total_docs=len(texts), rate=_expected(rate),
-                                wait_ms=self.engine.expected_wait_ms(per_char),
-                                seen_docs=await self._seen(texts, found, tenant),
-                                in_flight=self.engine.in_flight(), tenant=tenant,
-                                held=held)  # fmt: skip
+        return self.gate.decide(
+            context_tokens=tokens,
+            cached_docs=hits,
+            total_docs=len(texts),
+            rate=_expected(rate),
+            wait_ms=self.engine.expected_wait_ms(per_char),
+            seen_docs=await self._seen(texts, found, tenant),
+            in_flight=self.engine.in_flight(),
+            tenant=tenant,
+            held=held,
+        )
 
     async def _seen(self, texts: list[str], found: list, tenant: str) -> int:
         """Output-memo misses whose features are memoized: the gate prices them at the
@@ -245,10 +260,15 @@ class CompressionService:
 
     def _record(self, ctx: RequestContext, outcome: Outcome) -> None:
         ctx.outcome.compression = Compression(
-            self.engine.name, outcome.tokens_before, outcome.tokens_after, outcome.ms,
-            memo_hits=outcome.hits, memo_lookups=outcome.hits + outcome.misses,
-            features_seen=outcome.seen, features_missed=outcome.misses,
-        )  # fmt: skip
+            self.engine.name,
+            outcome.tokens_before,
+            outcome.tokens_after,
+            outcome.ms,
+            memo_hits=outcome.hits,
+            memo_lookups=outcome.hits + outcome.misses,
+            features_seen=outcome.seen,
+            features_missed=outcome.misses,
+        )
         m = self.metrics
         m.compress_tokens.labels("before").inc(outcome.tokens_before)
         m.compress_tokens.labels("after").inc(outcome.tokens_after)

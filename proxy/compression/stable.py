@@ -81,9 +81,15 @@ class Prices:
 
 
 class StableCompression:
-    def __init__(self, view: CacheView, forms: StableForms, gate: CostGate, metrics: Metrics,
-                 fingerprint: Callable[[float], str],
-                 analyses: DocumentAnalyses | None = None):  # fmt: skip
+    def __init__(
+        self,
+        view: CacheView,
+        forms: StableForms,
+        gate: CostGate,
+        metrics: Metrics,
+        fingerprint: Callable[[float], str],
+        analyses: DocumentAnalyses | None = None,
+    ):
         self.view = view
         self.analyses = analyses  # each form text split into sentences once
         self.forms = forms
@@ -92,8 +98,9 @@ class StableCompression:
         self.fingerprint = fingerprint
         self.writes = BackgroundWrites()  # the forms' writes: none delays the request
 
-    async def choose(self, ctx, texts: list[str], question: str, rate: float,
-                     prices: Prices) -> Choice:  # fmt: skip
+    async def choose(
+        self, ctx, texts: list[str], question: str, rate: float, prices: Prices
+    ) -> Choice:
         seg, cpt = ctx.segmentation, prices.chars_per_token
         text = cache_text(ctx.prompt)
         if seg is None or not text:
@@ -121,8 +128,9 @@ class StableCompression:
             return Choice("form", Decision(Action.COMPRESS, Why.STABLE, None, asked), form=form)
         return self._price_check(uncached - form_uncached, figures, form, prices)
 
-    def _price_check(self, tokens: float, figures: Figures, form: StableForm,
-                     prices: Prices) -> Choice:  # fmt: skip
+    def _price_check(
+        self, tokens: float, figures: Figures, form: StableForm, prices: Prices
+    ) -> Choice:
         """The check is a job over seen documents; it runs when the tokens the form
         saves over the client's prompt pay for it."""
         per_token = self.gate.prefill_ms_per_token(prices.tenant)
@@ -138,8 +146,9 @@ class StableCompression:
             return Choice("original", Decision(Action.SKIP, Why.CACHED, None, priced))
         return Choice("check", Decision(Action.COMPRESS, Why.STABLE, None, priced), form=form)
 
-    def settle(self, ctx, choice: Choice, fresh: list[str], question: str,
-               before: int, after: int) -> Settled:  # fmt: skip
+    def settle(
+        self, ctx, choice: Choice, fresh: list[str], question: str, before: int, after: int
+    ) -> Settled:
         """What to send after a compression for `question` (`fresh`: every document's
         text): the form, the form grown, or (a first compression) `fresh`, remembered as
         the form."""
@@ -162,8 +171,9 @@ class StableCompression:
         grown = replace(choice.decision, why=Why.STABLE_GROWN, grown=growth.added)
         tokens = form.tokens_after + growth.added_chars // 4
         if form.generation < MAX_GENERATIONS:
-            bigger = replace(form, texts=growth.texts, generation=form.generation + 1,
-                             tokens_after=tokens)  # fmt: skip
+            bigger = replace(
+                form, texts=growth.texts, generation=form.generation + 1, tokens_after=tokens
+            )
             self.writes.spawn(self.forms.grow(plan.key, bigger, question))
         return Settled(list(growth.texts), grown, tokens)
 

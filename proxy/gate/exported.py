@@ -41,9 +41,10 @@ class GateLawCollector:
 
     def collect(self):
         per_1k = GaugeMetricFamily(
-            "ragtrim_gate_job_ms_per_1k", "The gate's compression cost law: ms per 1k "
-            "context tokens (proxy/gate/exported.py)", labels=["law"],
-        )  # fmt: skip
+            "ragtrim_gate_job_ms_per_1k",
+            "The gate's compression cost law: ms per 1k context tokens (proxy/gate/exported.py)",
+            labels=["law"],
+        )
         fixed = GaugeMetricFamily(
             "ragtrim_gate_job_fixed_ms",
             "The gate's compression cost law: fixed ms per job",

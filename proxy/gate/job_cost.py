@@ -44,8 +44,12 @@ MAX_MS_PER_TOKEN = 20.0
 
 
 class JobCost:
-    def __init__(self, window: int = 32, max_age: float | None = MAX_AGE_S,
-                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        window: int = 32,
+        max_age: float | None = MAX_AGE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.samples: deque[tuple[float, float, float]] = deque(maxlen=window)  # tokens, ms, at
         self.max_age, self.clock = max_age, clock
         self._law: tuple[float, float] | None = None  # None: nothing measured (or aged out)

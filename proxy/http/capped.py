@@ -22,8 +22,9 @@ from proxy.http.paths import normalise
 from proxy.http.route_table import match
 
 UNMATCHED = "unmatched"  # a path outside the table (a 404): one name for all of them
-METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT",
-                     "TRACE"})  # fmt: skip
+METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"}
+)
 _PRINTABLE = frozenset(range(0x21, 0x7F))  # visible ASCII: no spaces, controls or bytes > 127
 
 

@@ -48,8 +48,11 @@ def connection_cap(configured: int) -> int:
 def edge_protocol(
     limits: HttpSettings, on_refusal: Callable[[str], None] | None = None
 ) -> type[HttpToolsProtocol]:
-    attrs = {"limits": limits, "max_connections": connection_cap(limits.max_connections),
-             "on_refusal": staticmethod(on_refusal or _ignore)}  # fmt: skip
+    attrs = {
+        "limits": limits,
+        "max_connections": connection_cap(limits.max_connections),
+        "on_refusal": staticmethod(on_refusal or _ignore),
+    }
     return type("EdgeProtocol", (EdgeProtocol,), attrs)
 
 

@@ -17,12 +17,19 @@ def raw_response(exc: ProxyError) -> bytes:
     """The error as a whole HTTP/1.1 response that closes the connection, for the
     protocol to write straight to the transport (no ASGI cycle may exist yet)."""
     body = exc.body()
-    head = [f"HTTP/1.1 {exc.status} {_REASONS.get(exc.status, 'Error')}",
-            "content-type: application/json", f"content-length: {len(body)}",
-            "connection: close"]  # fmt: skip
+    head = [
+        f"HTTP/1.1 {exc.status} {_REASONS.get(exc.status, 'Error')}",
+        "content-type: application/json",
+        f"content-length: {len(body)}",
+        "connection: close",
+    ]
     head += [f"{k.decode()}: {v.decode()}" for k, v in exc.headers()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
-_REASONS = {400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fields Too Large",
-            503: "Service Unavailable"}  # fmt: skip
+_REASONS = {
+    400: "Bad Request",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}

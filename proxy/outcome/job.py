@@ -28,8 +28,14 @@ class Outcome:
     fresh_tokens: int = 0  # the compressor's own count of those documents' tokens
 
     @classmethod
-    def of(cls, entries: Sequence[MemoEntry], fresh: Sequence[int], ms: float,
-           timing: Mapping[str, float], in_flight: int) -> Outcome:  # fmt: skip
+    def of(
+        cls,
+        entries: Sequence[MemoEntry],
+        fresh: Sequence[int],
+        ms: float,
+        timing: Mapping[str, float],
+        in_flight: int,
+    ) -> Outcome:
         """From each document's entry, the indices computed now (the rest were memo
         hits) and the job's `timing` (the engine's keys: work_ms, wait_ms, seen,
         question_ms)."""

@@ -9,8 +9,9 @@ from proxy.outcome.request import RequestOutcome
 # What shows a cache hit (the time taken, the memo's hits, the features already seen):
 # the headers hook keeps these from clients when tenancy is on
 # (docs/decisions/0041-tenancy-quotas-accounting-owners.md).
-CACHE_TELLING = frozenset({"x-ragtrim-compress-ms", "x-ragtrim-cache-hits",
-                           "x-ragtrim-features-seen"})  # fmt: skip
+CACHE_TELLING = frozenset(
+    {"x-ragtrim-compress-ms", "x-ragtrim-cache-hits", "x-ragtrim-features-seen"}
+)
 BACKEND = "x-ragtrim-backend"  # the replica that answered (tenancy.backend_header)
 CACHED_TOKENS = "x-ragtrim-cached-tokens"  # vLLM's cached_tokens, on a JSON answer
 Value = str | int | float
@@ -25,8 +26,11 @@ def items(outcome: RequestOutcome) -> list[tuple[str, Value]]:
         out.append(("decision", outcome.decision.reason))
     c = outcome.compression
     if c is not None:
-        out += [("compressor", c.compressor), ("tokens-before", c.tokens_before),
-                ("tokens-after", c.tokens_after)]  # fmt: skip
+        out += [
+            ("compressor", c.compressor),
+            ("tokens-before", c.tokens_before),
+            ("tokens-after", c.tokens_after),
+        ]
         if c.ms is not None:
             out.append(("compress-ms", round(c.ms, 1)))
         if c.memo_lookups is not None:
@@ -50,6 +54,8 @@ def attributes(outcome: RequestOutcome) -> dict[str, Value]:
     """Span attributes, typed: `ragtrim.decision`, `ragtrim.tokens-before` (an int), ..."""
     out: dict[str, Value] = {f"ragtrim.{name}": value for name, value in items(outcome)}
     if outcome.quota is not None:
-        out |= {"ragtrim." + k.replace("x-ratelimit-", "ratelimit."): v
-                for k, v in outcome.quota.headers().items()}  # fmt: skip
+        out |= {
+            "ragtrim." + k.replace("x-ratelimit-", "ratelimit."): v
+            for k, v in outcome.quota.headers().items()
+        }
     return out

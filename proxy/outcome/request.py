@@ -61,8 +61,12 @@ class Usage:
             return None
         details = usage.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens")
-        return cls(int(usage.get("prompt_tokens") or 0), int(cached or 0),
-                   int(usage.get("completion_tokens") or 0), cached is not None)  # fmt: skip
+        return cls(
+            int(usage.get("prompt_tokens") or 0),
+            int(cached or 0),
+            int(usage.get("completion_tokens") or 0),
+            cached is not None,
+        )
 
 
 @dataclass(frozen=True)

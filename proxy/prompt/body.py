@@ -146,8 +146,10 @@ def strip_multipart_tags(messages: list[Any]) -> list[Any] | None:
         texts = [_text(part) for part in content]
         if not any(text is not None and _DOC_PAIR.search(text) for text in texts):
             continue
-        parts = [part if text is None else {**part, "text": _untagged(text)}
-                 for part, text in zip(content, texts, strict=True)]  # fmt: skip
+        parts = [
+            part if text is None else {**part, "text": _untagged(text)}
+            for part, text in zip(content, texts, strict=True)
+        ]
         if parts != content:
             out[i], changed = {**message, "content": parts}, True
     return out if changed else None

@@ -24,8 +24,9 @@ ROLE_END = "\x1f"  # between a message's role and its text
 MESSAGE_END = "\x1e"
 
 
-def cache_text(prompt: Prompt, seg: Segmentation | None = None,
-               texts: Sequence[str] | None = None) -> str | None:  # fmt: skip
+def cache_text(
+    prompt: Prompt, seg: Segmentation | None = None, texts: Sequence[str] | None = None
+) -> str | None:
     """The prompt's text, with the documents of `seg` replaced by `texts` when given;
     None for a body with no text prompt (prompt_embeds, a batch, a pass-through)."""
     replace = seg is not None and texts is not None and list(texts) != seg.texts

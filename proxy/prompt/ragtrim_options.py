@@ -21,8 +21,16 @@ from proxy.errors import InvalidRequest
 
 BODY_FIELD = "ragtrim"
 FIELD_KEYS = frozenset({"rate", "compress", "documents", "question"})
-_SWITCH = {"on": True, "true": True, "yes": True, "1": True,
-           "off": False, "false": False, "no": False, "0": False}  # fmt: skip
+_SWITCH = {
+    "on": True,
+    "true": True,
+    "yes": True,
+    "1": True,
+    "off": False,
+    "false": False,
+    "no": False,
+    "0": False,
+}
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,9 @@ def _rate(raw: Any, source: str) -> float | str | None:
     elif isinstance(raw, int | float) and not isinstance(raw, bool):  # JSON: a number, not true
         rate = float(raw)
     if not 0.0 < rate <= 1.0:  # NaN fails this too
-        raise InvalidRequest(f"{source} must be a number in (0, 1] or \"auto\", got {raw!r}",
-                             param="rate")  # fmt: skip
+        raise InvalidRequest(
+            f'{source} must be a number in (0, 1] or "auto", got {raw!r}', param="rate"
+        )
     return rate
 
 

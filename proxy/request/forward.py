@@ -111,12 +111,17 @@ class Forwarder:
             await reply.error(exc)
         except Exception as exc:  # a bug must still leave in the envelope, never as plain text
             detail = describe_error(exc, self.log_prompts)  # messages may quote prompts
-            log.error("unexpected error forwarding %s: %s", capped(scope.get("path"), 256), detail,
-                      exc_info=self.log_prompts)  # fmt: skip
+            log.error(
+                "unexpected error forwarding %s: %s",
+                capped(scope.get("path"), 256),
+                detail,
+                exc_info=self.log_prompts,
+            )
             await reply.error(ProxyError("internal error in ragtrim"))
 
-    async def _prepare(self, found: Match, raw: bytes, headers: dict[str, str],
-                       principal: Principal) -> RequestContext:  # fmt: skip
+    async def _prepare(
+        self, found: Match, raw: bytes, headers: dict[str, str], principal: Principal
+    ) -> RequestContext:
         request_id = request_id_of(headers.get("x-request-id"), self.telemetry.max_request_id_chars)
         route = found.route.kind
         tenant = principal.require()  # checked on the head
@@ -126,15 +131,21 @@ class Forwarder:
         previous = body.get("previous_response_id")
         if found.route.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        ctx = RequestContext(request_id, route, raw, body, headers, route_match=found,
-                             principal=principal)  # fmt: skip
+        ctx = RequestContext(
+            request_id, route, raw, body, headers, route_match=found, principal=principal
+        )
         if found.route.owner == "creates" and self.owners.enforced:
             ctx.prompt.remove(CLIENT_RESPONSE_ID)  # vLLM makes the id
         return ctx
 
-    async def _pass_through(self, found: Match, request_id: str, raw: bytes,
-                            headers: dict[str, str],
-                            principal: Principal) -> RequestContext:  # fmt: skip
+    async def _pass_through(
+        self,
+        found: Match,
+        request_id: str,
+        raw: bytes,
+        headers: dict[str, str],
+        principal: Principal,
+    ) -> RequestContext:
         """The table's rules for a pass-through route: the owner of a response id it
         names, the tenant's salt written over the client's, no client-chosen response
         id; a metered JSON body is parsed when quotas size it (or a batch is counted
@@ -153,11 +164,13 @@ class Forwarder:
         previous = body.get("previous_response_id")
         if spec.owner == "creates" and isinstance(previous, str):
             await self.owners.check(tenant, previous, "Previous response")
-        return RequestContext(request_id, "other", raw, body, headers, route_match=found,
-                              principal=principal)  # fmt: skip
+        return RequestContext(
+            request_id, "other", raw, body, headers, route_match=found, principal=principal
+        )
 
-    async def _forward(self, ctx: RequestContext, scope: Scope, receive: Receive,
-                       reply: Reply, path: str) -> None:  # fmt: skip
+    async def _forward(
+        self, ctx: RequestContext, scope: Scope, receive: Receive, reply: Reply, path: str
+    ) -> None:
         await self.router.prepare(ctx)  # the kv_cache scorer's token ids, off the loop
         ranked = self.router.rank(ctx, self.pool.endpoints)  # the per-backend cap: filter `room`
         if ctx.route not in ("chat", "completions"):  # a pass-through, Responses or Messages
@@ -166,8 +179,9 @@ class Forwarder:
         await self.response.relay(ctx, ranked, reply, receive, scope["method"], path, headers)
 
 
-def salted(raw: bytes, salt: str | None, parser: RequestParser,
-           creates: bool = False) -> tuple[bytes, dict]:  # fmt: skip
+def salted(
+    raw: bytes, salt: str | None, parser: RequestParser, creates: bool = False
+) -> tuple[bytes, dict]:
     """(the bytes to send, the body): the JSON parsed (a 400 when it is not an object)
     and, with a salt, written again with the tenant's cache_salt over the client's;
     on a route that `creates` response ids, without the client's `request_id`."""

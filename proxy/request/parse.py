@@ -71,13 +71,16 @@ def _check_size(marks: bytes, limits: RequestLimitSettings) -> int:
     if keys > limits.max_object_keys:  # ~1 ms a MB: only where the colons could matter
         keys = marks.count(b'":')
     values = 1 + marks.count(b",") + containers + keys
-    for count, cap, what in ((containers, limits.max_json_containers, "max_json_containers"),
-                             (values, limits.max_json_values, "max_json_values")):  # fmt: skip
+    for count, cap, what in (
+        (containers, limits.max_json_containers, "max_json_containers"),
+        (values, limits.max_json_values, "max_json_values"),
+    ):
         if count > cap:
             raise PayloadTooLarge(
                 f"request body has up to {count} JSON {what.removeprefix('max_json_')}, at "
-                f"most {cap} (requests.{what})", code="request_too_complex",
-            )  # fmt: skip
+                f"most {cap} (requests.{what})",
+                code="request_too_complex",
+            )
     return keys
 
 
@@ -94,8 +97,10 @@ def _check_object_keys(data: dict[str, Any], cap: int) -> None:
             raise InvalidRequest(
                 f"Invalid '{where}': too many properties. Expected an object with at most "
                 f"{cap} properties, but got an object with {len(value)} properties instead "
-                f"(requests.max_object_keys).", param=where, code="object_above_max_keys",
-            )  # fmt: skip
+                f"(requests.max_object_keys).",
+                param=where,
+                code="object_above_max_keys",
+            )
         stack += [v for v in children if type(v) is dict or type(v) is list]
 
 
@@ -107,8 +112,11 @@ def _path_to(data: Any, target: Any) -> str:
         if value is target:
             return path
         items = value.items() if isinstance(value, dict) else enumerate(value)
-        stack += [(f"{path}.{k}" if path else str(k), v) for k, v in items
-                  if type(v) is dict or type(v) is list]  # fmt: skip
+        stack += [
+            (f"{path}.{k}" if path else str(k), v)
+            for k, v in items
+            if type(v) is dict or type(v) is list
+        ]
     return ""
 
 
@@ -120,8 +128,9 @@ def _too_long(param: str, count: int, cap: int, setting: str) -> InvalidRequest:
     return InvalidRequest(
         f"Invalid '{param}': array too long. Expected an array with maximum length {cap}, "
         f"but got an array with length {count} instead (requests.{setting}).",
-        param=param, code="array_above_max_length",
-    )  # fmt: skip
+        param=param,
+        code="array_above_max_length",
+    )
 
 
 def _check_common(data: dict[str, Any], limits: RequestLimitSettings) -> None:
@@ -156,15 +165,17 @@ def _check_messages(messages: Any, limits: RequestLimitSettings) -> None:
         if isinstance(content, list):
             parts += len(content)
             if parts > limits.max_content_parts:
-                raise _too_long(f"messages.{i}.content", parts, limits.max_content_parts,
-                                "max_content_parts")  # fmt: skip
+                raise _too_long(
+                    f"messages.{i}.content", parts, limits.max_content_parts, "max_content_parts"
+                )
             if not all(isinstance(p, dict) for p in content):
                 raise _fail(f"messages.{i}.content", "every part must be an object")
         tool_calls = message.get("tool_calls")
         calls += len(tool_calls) if isinstance(tool_calls, list) else 0
         if calls > limits.max_tool_calls:
-            raise _too_long(f"messages.{i}.tool_calls", calls, limits.max_tool_calls,
-                            "max_tool_calls")  # fmt: skip
+            raise _too_long(
+                f"messages.{i}.tool_calls", calls, limits.max_tool_calls, "max_tool_calls"
+            )
 
 
 def _check_anthropic(data: dict[str, Any], limits: RequestLimitSettings) -> None:
@@ -241,8 +252,9 @@ def parse_body(raw: bytes, route: str, limits: RequestLimitSettings | None = Non
     elif not _is_prompt(data.get("prompt")) and (
         data.get("prompt") is not None or data.get("prompt_embeds") is None  # null: absent
     ):
-        raise _fail("prompt", "a string, a list of strings or token ids is required "
-                    "(or prompt_embeds)")  # fmt: skip
+        raise _fail(
+            "prompt", "a string, a list of strings or token ids is required (or prompt_embeds)"
+        )
     return data
 
 

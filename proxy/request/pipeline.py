@@ -33,8 +33,13 @@ class Stage(Protocol):
 
 
 class Pipeline:
-    def __init__(self, stages: Sequence[Stage], metrics: Metrics, log_prompts: bool,
-                 tracing: Tracing | None = None):  # fmt: skip
+    def __init__(
+        self,
+        stages: Sequence[Stage],
+        metrics: Metrics,
+        log_prompts: bool,
+        tracing: Tracing | None = None,
+    ):
         self.stages = list(stages)
         self.metrics = metrics
         self.log_prompts = log_prompts
@@ -54,8 +59,9 @@ class Pipeline:
                 raise
             except Exception as exc:  # noqa: BLE001 - fail open, by design
                 detail = describe_error(exc, self.log_prompts)
-                log.warning("stage %s failed open: %s", stage.name, detail,
-                            exc_info=self.log_prompts)  # fmt: skip
+                log.warning(
+                    "stage %s failed open: %s", stage.name, detail, exc_info=self.log_prompts
+                )
                 self.metrics.stage_failures.labels(stage.name).inc()
             finally:
                 timer.observe(clock() - start)

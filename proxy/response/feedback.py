@@ -29,9 +29,14 @@ log = logging.getLogger("ragtrim.feedback")
 
 
 class Feedback:
-    def __init__(self, metrics: Metrics, gate: CostGate, prefixes: PrefixRegistry,
-                 pool: EndpointPool | None = None,
-                 prefill: MetricsScraper | None = None):  # fmt: skip
+    def __init__(
+        self,
+        metrics: Metrics,
+        gate: CostGate,
+        prefixes: PrefixRegistry,
+        pool: EndpointPool | None = None,
+        prefill: MetricsScraper | None = None,
+    ):
         self.metrics = metrics
         self.gate = gate
         self.prefixes = prefixes
@@ -39,8 +44,9 @@ class Feedback:
         self.writes = BackgroundWrites()  # the prefix registry's records (cache/writes.py)
         self.prefill = prefill  # None: compression.prefill_metrics is off
 
-    def observe(self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None,
-                ttft_ms: float | None) -> None:  # fmt: skip
+    def observe(
+        self, ctx: RequestContext, backend: str, usage: dict[str, Any] | None, ttft_ms: float | None
+    ) -> None:
         if not usage:
             return
         prompt, cached = int(usage.get("prompt_tokens") or 0), cached_tokens(usage)
@@ -50,8 +56,9 @@ class Feedback:
         if ctx.prefix_key:
             self.writes.spawn(self._record(ctx, backend, prompt, cached))
 
-    def _learn(self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None,
-               tenant: str) -> None:  # fmt: skip
+    def _learn(
+        self, ep: Endpoint, prompt: int, cached: int, ttft_ms: float | None, tenant: str
+    ) -> None:
         backend = ep.url
         self.metrics.prompt_tokens.labels(backend).inc(prompt)
         self.metrics.cached_tokens.labels(backend).inc(cached)
@@ -68,8 +75,13 @@ class Feedback:
 
     async def _record(self, ctx: RequestContext, backend: str, prompt: int, cached: int) -> None:
         try:
-            await self.prefixes.record(ctx.prefix_key, model=ctx.model or "", replica=backend,
-                                       prompt_tokens=prompt, cached_tokens=cached)  # fmt: skip
+            await self.prefixes.record(
+                ctx.prefix_key,
+                model=ctx.model or "",
+                replica=backend,
+                prompt_tokens=prompt,
+                cached_tokens=cached,
+            )
             if ctx.replay is not None:
                 await self.prefixes.remember_replay(ctx.prefix_key, ctx.replay)
         except Exception as exc:  # noqa: BLE001 - stats fail open

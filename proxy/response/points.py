@@ -51,7 +51,9 @@ class HookPoints:
         idle = [type(h).__name__ for h in hooks if not isinstance(h, POINTS)]
         if idle:
             raise TypeError(f"response hooks with no hook point: {', '.join(idle)}")
-        return cls(tuple(h for h in hooks if isinstance(h, OnHeaders)),
-                   tuple(h for h in hooks if isinstance(h, OnStream)),
-                   tuple(h for h in hooks if isinstance(h, OnBody)),
-                   tuple(h for h in hooks if isinstance(h, OnDone)))  # fmt: skip
+        return cls(
+            tuple(h for h in hooks if isinstance(h, OnHeaders)),
+            tuple(h for h in hooks if isinstance(h, OnStream)),
+            tuple(h for h in hooks if isinstance(h, OnBody)),
+            tuple(h for h in hooks if isinstance(h, OnDone)),
+        )

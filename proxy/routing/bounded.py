@@ -51,8 +51,13 @@ def load_bound(in_flight: Sequence[int], epsilon: float, min_in_flight: int = 0)
 class BoundedLoad:
     name = "bounded"
 
-    def __init__(self, *, epsilon: float, min_in_flight: int,
-                 on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        min_in_flight: int,
+        on_spill: Callable[[Endpoint], None] | None = None,
+    ):
         """`epsilon` and `min_in_flight` come from RoutingSettings, their one home."""
         if epsilon < 0:
             raise ValueError("epsilon must be >= 0")

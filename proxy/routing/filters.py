@@ -69,8 +69,9 @@ def _one_model_set(ctx: RequestContext, endpoints: Sequence[Endpoint]) -> None:
     served = {ep.models for ep in endpoints if ep.models}  # one backend still loading: any
     if ctx.route != "other" and len(served) > 1:
         names = ", ".join(sorted(set().union(*served)))
-        raise InvalidRequest(f"model: required when the backends serve different models "
-                             f"({names})", param="model")  # fmt: skip
+        raise InvalidRequest(
+            f"model: required when the backends serve different models ({names})", param="model"
+        )
 
 
 class HasRoom:
@@ -86,8 +87,9 @@ class HasRoom:
 
     name = "room"
 
-    def __init__(self, cap: int, retry_after_s: int | None,
-                 on_full: Callable[[], None] | None = None):  # fmt: skip
+    def __init__(
+        self, cap: int, retry_after_s: int | None, on_full: Callable[[], None] | None = None
+    ):
         if cap < 1:
             raise ValueError("routing: filter room needs its cap, e.g. room:8")
         self.cap = cap

@@ -49,8 +49,9 @@ def _healthy(p: Parts, spec: FilterSpec) -> Filter:
 
 def _room(p: Parts, spec: FilterSpec) -> Filter:
     overloaded = p.metrics.overloaded
-    return HasRoom(spec.max_in_flight, p.retry_after_s,
-                   on_full=lambda: overloaded.labels("backend").inc())  # fmt: skip
+    return HasRoom(
+        spec.max_in_flight, p.retry_after_s, on_full=lambda: overloaded.labels("backend").inc()
+    )
 
 
 def _count_spill(p: Parts) -> Callable[[Endpoint], None]:
@@ -68,26 +69,35 @@ def _plain_bounded(p: Parts, on_spill: Callable[[Endpoint], None] | None = None)
 
 def _bounded(p: Parts) -> Picker:
     if p.kv is not None:  # the floor scales with what a spill loses (proxy/routing/kv/picker.py)
-        return KvBoundedLoad(epsilon=p.settings.picker.epsilon,
-                             held=p.settings.picker.min_in_flight,
-                             free=p.settings.picker.spill_floor,
-                             on_spill=_count_spill(p))  # fmt: skip
+        return KvBoundedLoad(
+            epsilon=p.settings.picker.epsilon,
+            held=p.settings.picker.min_in_flight,
+            free=p.settings.picker.spill_floor,
+            on_spill=_count_spill(p),
+        )
     return _plain_bounded(p, _count_spill(p))
 
 
 def _cost(p: Parts) -> Picker:
     if p.kv is None:
         raise ValueError("routing: picker 'cost' needs routing.kv_events.enabled")
-    return KvCostPicker(queue_tokens=p.settings.picker.queue_tokens,
-                        fallback=_plain_bounded(p), on_spill=_count_spill(p))  # fmt: skip
+    return KvCostPicker(
+        queue_tokens=p.settings.picker.queue_tokens,
+        fallback=_plain_bounded(p),
+        on_spill=_count_spill(p),
+    )
 
 
 def _kv_cache(p: Parts) -> Scorer:
     if p.kv is None:
         raise ValueError("routing: scorer 'kv_cache' needs routing.kv_events.enabled")
     fallbacks = p.metrics.kv_fallbacks
-    return KvCacheScorer(p.kv.index, p.kv.tokens, lambda why: fallbacks.labels(why).inc(),
-                         thread_bytes=p.settings.kv_events.tokenize_thread_bytes)  # fmt: skip
+    return KvCacheScorer(
+        p.kv.index,
+        p.kv.tokens,
+        lambda why: fallbacks.labels(why).inc(),
+        thread_bytes=p.settings.kv_events.tokenize_thread_bytes,
+    )
 
 
 FILTERS: Mapping[str, Callable[[Parts, FilterSpec], Filter]] = {
@@ -114,9 +124,14 @@ def _lookup(kind: str, table: Mapping[str, Callable], name: str) -> Callable:
     return table[name]
 
 
-def build_router(settings: RoutingSettings, metrics: Metrics, *, panic: bool,
-                 kv: KvRouting | None = None,
-                 retry_after_s: int | None = None) -> Router:  # fmt: skip
+def build_router(
+    settings: RoutingSettings,
+    metrics: Metrics,
+    *,
+    panic: bool,
+    kv: KvRouting | None = None,
+    retry_after_s: int | None = None,
+) -> Router:
     """The router of `settings`; ValueError naming the known parts for an unknown name."""
     parts = Parts(settings, metrics, panic, kv, retry_after_s)
     filters = [_lookup("filter", FILTERS, spec.name)(parts, spec) for spec in settings.filters]

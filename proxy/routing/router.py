@@ -104,8 +104,12 @@ class HighestScore:
 class Router:
     """`rank(ctx, endpoints)` takes every endpoint of the pool; the filters narrow them."""
 
-    def __init__(self, scorers: Sequence[Weighted], picker: Picker | None = None,
-                 filters: Sequence[Filter] = ()):  # fmt: skip
+    def __init__(
+        self,
+        scorers: Sequence[Weighted],
+        picker: Picker | None = None,
+        filters: Sequence[Filter] = (),
+    ):
         self.scorers = list(scorers)
         self.picker = picker or HighestScore()
         self.filters = list(filters)

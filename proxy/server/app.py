@@ -81,8 +81,9 @@ def create_app(
     on_loaded: Callable[[], None] | None = None,
 ) -> ASGIApp:
     """`on_loaded`: called after each load of long-lived objects (proxy/server/heap.py)."""
-    parts = build(settings, transport=transport, store=store, compressor=compressor,
-                  on_loaded=on_loaded)  # fmt: skip
+    parts = build(
+        settings, transport=transport, store=store, compressor=compressor, on_loaded=on_loaded
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -93,9 +94,13 @@ def create_app(
             await parts.stop()
 
     control = FastAPI(
-        title="ragtrim", lifespan=lifespan, routes=build_routes(parts),
-        docs_url=None, redoc_url=None, openapi_url="/openapi.json",
-    )  # fmt: skip
+        title="ragtrim",
+        lifespan=lifespan,
+        routes=build_routes(parts),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
     control.openapi = openapi_document  # FastAPI sees none of the routes: proxy/server/openapi.py
     _install_error_handlers(control)
     plane = parts.ops.wrap_app(DataPlane(control, parts.forwarder))  # telemetry

@@ -7,9 +7,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from proxy.metrics import Metrics
 
 KNOWN_ROUTES = frozenset(
-    {"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/compress", "/tokenize",
-     "/detokenize", "/healthz", "/readyz", "/metrics", "/v1/ragtrim/usage"}
-)  # fmt: skip
+    {
+        "/v1/chat/completions",
+        "/v1/completions",
+        "/v1/models",
+        "/v1/compress",
+        "/tokenize",
+        "/detokenize",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/v1/ragtrim/usage",
+    }
+)
 
 
 def route_label(path: str) -> str:

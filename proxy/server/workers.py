@@ -64,12 +64,17 @@ def uvicorn_options(settings: Settings, app: Any = None) -> dict[str, Any]:
             metrics.http_refused.labels(reason).inc()
 
     return {
-        "log_level": settings.log_level, "access_log": False, "proxy_headers": False,
-        "server_header": False, "date_header": True, "loop": "uvloop",
-        "http": edge_protocol(settings.http, refused), "ws": "none",  # no WebSocket routes
+        "log_level": settings.log_level,
+        "access_log": False,
+        "proxy_headers": False,
+        "server_header": False,
+        "date_header": True,
+        "loop": "uvloop",
+        "http": edge_protocol(settings.http, refused),
+        "ws": "none",  # no WebSocket routes
         "timeout_keep_alive": settings.http.keep_alive_timeout_s,
         "timeout_graceful_shutdown": settings.timeouts.drain_s,
-    }  # fmt: skip
+    }
 
 
 def run_one(settings: Settings, sock: socket.socket | None = None) -> None:
@@ -129,15 +134,21 @@ class Supervisor:
         names anything; a warning says what stays per worker without Redis."""
         refused, workers = unshared(self.settings), self.settings.workers
         if refused:
-            log.error("not starting %d workers without redis.url: %s would be per worker. "
-                      "Set redis.url (RAGTRIM_REDIS__URL) to share them, or run --workers 1 "
-                      "and scale by replicas that share Redis.", workers,
-                      " and ".join(refused))  # fmt: skip
+            log.error(
+                "not starting %d workers without redis.url: %s would be per worker. "
+                "Set redis.url (RAGTRIM_REDIS__URL) to share them, or run --workers 1 "
+                "and scale by replicas that share Redis.",
+                workers,
+                " and ".join(refused),
+            )
             return False
         if not self.settings.redis.url:
-            log.warning("%d workers without redis.url: memo, prefix registry and usage "
-                        "accounting are per worker; quotas and response owners would be too, "
-                        "so ragtrim refuses to start with them", workers)  # fmt: skip
+            log.warning(
+                "%d workers without redis.url: memo, prefix registry and usage "
+                "accounting are per worker; quotas and response owners would be too, "
+                "so ragtrim refuses to start with them",
+                workers,
+            )
         return True
 
     def run(self) -> int:

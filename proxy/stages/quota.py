@@ -33,8 +33,13 @@ from proxy.tenancy.rate_limits import PromptSize, RateLimited, RateLimiter, Verd
 class QuotaStage:
     name = "quota"
 
-    def __init__(self, limiter: RateLimiter, metrics: Metrics, known: frozenset[str] | None,
-                 offload_bytes: int):  # fmt: skip
+    def __init__(
+        self,
+        limiter: RateLimiter,
+        metrics: Metrics,
+        known: frozenset[str] | None,
+        offload_bytes: int,
+    ):
         self.limiter = limiter
         self.metrics = metrics
         self.known = known  # tenants a metric label may name (None: none, "all")

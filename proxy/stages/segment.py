@@ -30,8 +30,12 @@ from proxy.settings import CompressionLimitSettings, RequestLimitSettings
 class SegmentStage:
     name = "segment"
 
-    def __init__(self, segmenter: Segmenter, limits: CompressionLimitSettings | None = None,
-                 requests: RequestLimitSettings | None = None):  # fmt: skip
+    def __init__(
+        self,
+        segmenter: Segmenter,
+        limits: CompressionLimitSettings | None = None,
+        requests: RequestLimitSettings | None = None,
+    ):
         self.segmenter = segmenter  # built once, in the composition root
         self.limits = limits or CompressionLimitSettings()
         self.max_question_chars = (requests or RequestLimitSettings()).max_question_chars

@@ -37,10 +37,16 @@ UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})  # probes and scrapes:
 
 
 class TelemetryMiddleware:
-    def __init__(self, app: ASGIApp, metrics: Metrics, *, tracing: Tracing | None = None,
-                 access_log: AccessLog | None = None,
-                 accounting: Accounting | None = None,
-                 vouches: Callable[[Scope], bool] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        *,
+        tracing: Tracing | None = None,
+        access_log: AccessLog | None = None,
+        accounting: Accounting | None = None,
+        vouches: Callable[[Scope], bool] | None = None,
+    ):
         self.app = app
         self.vouches = vouches  # None: every client's trace context is continued
         self.metrics = metrics
@@ -59,8 +65,10 @@ class TelemetryMiddleware:
             if message["type"] == "http.response.start":
                 record.status = message["status"]
                 if keep_headers:
-                    record.headers = {k.decode("latin-1"): v.decode("latin-1")
-                                      for k, v in message.get("headers", ())}  # fmt: skip
+                    record.headers = {
+                        k.decode("latin-1"): v.decode("latin-1")
+                        for k, v in message.get("headers", ())
+                    }
             elif record.first_byte is None and message.get("body"):
                 record.first_byte = time.perf_counter()
             await send(message)
@@ -70,8 +78,9 @@ class TelemetryMiddleware:
         finally:
             await self._after(scope, record)
 
-    async def _traced(self, scope: Scope, receive: Receive, send: Send,
-                      record: RequestRecord) -> None:  # fmt: skip
+    async def _traced(
+        self, scope: Scope, receive: Receive, send: Send, record: RequestRecord
+    ) -> None:
         traced = self.tracing is not None and scope["path"] not in UNTRACED
         manager = self.tracing.server_span(scope, self._trusted(scope)) if traced else nullcontext()
         with manager as span:
@@ -97,8 +106,9 @@ class TelemetryMiddleware:
         assert record.ctx is not None
         try:
             ctx = record.ctx
-            await self.accounting.record(ctx.tenant, entry_of(ctx.outcome, ctx.requests),
-                                         ctx.model or "")  # fmt: skip
+            await self.accounting.record(
+                ctx.tenant, entry_of(ctx.outcome, ctx.requests), ctx.model or ""
+            )
         except Exception as exc:  # noqa: BLE001 - accounting fails open, counted
             log.warning("accounting failed open: %s", type(exc).__name__)
             self.metrics.stage_failures.labels("accounting").inc()
@@ -123,9 +133,11 @@ def _described(record: RequestRecord) -> dict[str, object]:
 def usage_attributes(entry: dict[str, int]) -> dict[str, object]:
     """The ledger's entry as OpenTelemetry GenAI usage attributes (the cache-read one
     is part of input_tokens, as the conventions say) and ragtrim's own."""
-    return {"gen_ai.usage.input_tokens": entry["prompt_tokens"],
-            "gen_ai.usage.output_tokens": entry["completion_tokens"],
-            "gen_ai.usage.cache_read.input_tokens": entry["cached_tokens"],
-            "ragtrim.usage.computed_tokens": entry["computed_tokens"],
-            "ragtrim.usage.removed_tokens": entry["tokens_removed"],
-            "ragtrim.usage.client_tokens": entry["client_tokens"]}  # fmt: skip
+    return {
+        "gen_ai.usage.input_tokens": entry["prompt_tokens"],
+        "gen_ai.usage.output_tokens": entry["completion_tokens"],
+        "gen_ai.usage.cache_read.input_tokens": entry["cached_tokens"],
+        "ragtrim.usage.computed_tokens": entry["computed_tokens"],
+        "ragtrim.usage.removed_tokens": entry["tokens_removed"],
+        "ragtrim.usage.client_tokens": entry["client_tokens"],
+    }

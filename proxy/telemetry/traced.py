@@ -61,13 +61,17 @@ class TracedTransport:
         self.inner = inner
         self.tracing = tracing
 
-    async def send(self, method: str, url: str, headers: list[tuple[str, str]],
-                   body: bytes) -> Any:  # fmt: skip
+    async def send(self, method: str, url: str, headers: list[tuple[str, str]], body: bytes) -> Any:
         parts = urlsplit(url)
-        span = self.tracing.start_client_span(f"upstream {method}", {
-            "http.request.method": method, "server.address": parts.hostname or "",
-            "server.port": parts.port or 80, "url.path": parts.path,
-        })  # fmt: skip
+        span = self.tracing.start_client_span(
+            f"upstream {method}",
+            {
+                "http.request.method": method,
+                "server.address": parts.hostname or "",
+                "server.port": parts.port or 80,
+                "url.path": parts.path,
+            },
+        )
         sent_at = time.perf_counter()
         try:
             response = await self.inner.send(method, url, self.tracing.inject(headers, span), body)
@@ -77,8 +81,9 @@ class TracedTransport:
             span.end()
             raise
         span.set_attribute("http.response.status_code", response.status)
-        span.set_attribute("ragtrim.upstream.headers_ms",
-                           round((time.perf_counter() - sent_at) * 1000, 3))  # fmt: skip
+        span.set_attribute(
+            "ragtrim.upstream.headers_ms", round((time.perf_counter() - sent_at) * 1000, 3)
+        )
         return TracedResponse(response, span, sent_at)
 
     async def aclose(self) -> None:

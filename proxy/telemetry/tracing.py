@@ -62,15 +62,24 @@ class Tracing:
     def server_span(self, scope: dict[str, Any], trusted: bool):
         """The request's span, continuing the client's trace when it sent one and is
         `trusted`; otherwise a new trace, sampled by ragtrim's own ratio."""
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
-                   if k in (b"traceparent", b"tracestate")}  # fmt: skip
+        carrier = {
+            k.decode("latin-1"): v.decode("latin-1")
+            for k, v in scope["headers"]
+            if k in (b"traceparent", b"tracestate")
+        }
         parent = self.propagator.extract(carrier) if carrier and trusted else None
         method, route = method_name(scope.get("method", "")), route_name(scope)
-        attributes = {"http.request.method": method, "http.route": route,
-                      "url.path": capped(scope.get("path", ""), self.limit)}  # fmt: skip
-        return self.tracer.start_as_current_span(f"{method} {route}", context=parent,
-                                                 kind=self._trace.SpanKind.SERVER,
-                                                 attributes=attributes)  # fmt: skip
+        attributes = {
+            "http.request.method": method,
+            "http.route": route,
+            "url.path": capped(scope.get("path", ""), self.limit),
+        }
+        return self.tracer.start_as_current_span(
+            f"{method} {route}",
+            context=parent,
+            kind=self._trace.SpanKind.SERVER,
+            attributes=attributes,
+        )
 
     def record_error(self, span: Any, error: BaseException) -> None:
         """The exception event, its message cut to the limit (it may quote a value)."""
@@ -100,8 +109,9 @@ class Tracing:
             if changed or error is not None or end - start >= SLOW_STAGE_NS:
                 self._stage_span(stage.name, start, end, changed, error)
 
-    def _stage_span(self, name: str, start: int, end: int, changed: dict[str, Any],
-                    error: BaseException | None) -> None:  # fmt: skip
+    def _stage_span(
+        self, name: str, start: int, end: int, changed: dict[str, Any], error: BaseException | None
+    ) -> None:
         span = self.tracer.start_span(f"ragtrim.{name}", start_time=start)
         self.describe(span, changed)
         if error is not None:
@@ -110,8 +120,9 @@ class Tracing:
         span.end(end_time=end)
 
     def start_client_span(self, name: str, attributes: dict[str, Any]) -> Any:
-        return self.tracer.start_span(name, kind=self._trace.SpanKind.CLIENT,
-                                      attributes=capped_all(attributes, self.limit))  # fmt: skip
+        return self.tracer.start_span(
+            name, kind=self._trace.SpanKind.CLIENT, attributes=capped_all(attributes, self.limit)
+        )
 
     def inject(self, headers: list[tuple[str, str]], span: Any) -> list[tuple[str, str]]:
         """`headers` with the client's trace headers replaced by `span`'s context."""

@@ -60,9 +60,13 @@ class Operations:
         if not self.observing:
             return app
         return TelemetryMiddleware(
-            app, self.metrics, tracing=self.tracing, access_log=self.access_log,
-            accounting=self.accounting, vouches=self.vouches,
-        )  # fmt: skip
+            app,
+            self.metrics,
+            tracing=self.tracing,
+            access_log=self.access_log,
+            accounting=self.accounting,
+            vouches=self.vouches,
+        )
 
     async def aclose(self) -> None:
         if self.tracing is not None:

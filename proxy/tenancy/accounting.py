@@ -66,14 +66,22 @@ def tenant_label(tenant: str, known: frozenset[str] | None) -> str:
 def periods(now: float) -> dict[str, tuple[str, float]]:
     """Period name → (its key part, the key's TTL) for the instant `now` (UTC)."""
     day = datetime.fromtimestamp(now, UTC)
-    return {"today": (f"day:{day:%Y-%m-%d}", DAY_TTL_S),
-            "month": (f"month:{day:%Y-%m}", MONTH_TTL_S)}  # fmt: skip
+    return {
+        "today": (f"day:{day:%Y-%m-%d}", DAY_TTL_S),
+        "month": (f"month:{day:%Y-%m}", MONTH_TTL_S),
+    }
 
 
 class Accounting:
-    def __init__(self, store: KVStore, settings: AccountingSettings, tenancy: TenancySettings,
-                 metrics: Metrics, clock: Callable[[], float] = time.time,
-                 owns_store: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        store: KVStore,
+        settings: AccountingSettings,
+        tenancy: TenancySettings,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.time,
+        owns_store: bool = False,
+    ):
         self.store = store
         self.owns_store = owns_store
         self.settings = settings
@@ -109,9 +117,12 @@ class Accounting:
         per_token = self.settings.price_per_1k_prompt_tokens / 1000
         sent = totals["prompt_tokens"] * per_token
         saved = max(totals["tokens_removed"], 0) * per_token
-        return {"cost": round(sent, 6), "cost_saved": round(saved, 6),
-                "cost_without_ragtrim": round(sent + saved, 6),
-                "currency": self.settings.currency}  # fmt: skip
+        return {
+            "cost": round(sent, 6),
+            "cost_saved": round(saved, 6),
+            "cost_without_ragtrim": round(sent + saved, 6),
+            "currency": self.settings.currency,
+        }
 
     async def aclose(self) -> None:
         """Close the store when it is the ledger's own (components.make_accounting)."""
@@ -119,6 +130,8 @@ class Accounting:
             await self.store.aclose()
 
     async def report(self, tenants: Iterable[str]) -> dict[str, Any]:
-        return {"object": "ragtrim.usage", "price_per_1k_prompt_tokens":
-                self.settings.price_per_1k_prompt_tokens,
-                "data": [await self.totals(t) for t in sorted(tenants)]}  # fmt: skip
+        return {
+            "object": "ragtrim.usage",
+            "price_per_1k_prompt_tokens": self.settings.price_per_1k_prompt_tokens,
+            "data": [await self.totals(t) for t in sorted(tenants)],
+        }

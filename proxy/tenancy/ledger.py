@@ -20,8 +20,17 @@ from __future__ import annotations
 
 from proxy.outcome.request import RequestOutcome
 
-FIELDS = ("requests", "client_tokens", "prompt_tokens", "tokens_before", "tokens_after",
-          "tokens_removed", "cached_tokens", "computed_tokens", "completion_tokens")  # fmt: skip
+FIELDS = (
+    "requests",
+    "client_tokens",
+    "prompt_tokens",
+    "tokens_before",
+    "tokens_after",
+    "tokens_removed",
+    "cached_tokens",
+    "computed_tokens",
+    "completion_tokens",
+)
 MODEL_PREFIX = "model:"  # a hash field `model:{name}:{field}`: the same counts per model
 
 

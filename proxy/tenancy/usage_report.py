@@ -17,8 +17,9 @@ from proxy.tenancy.accounting import Accounting, known_tenants
 from proxy.tenancy.identity import Principal
 
 
-async def usage_report(accounting: Accounting | None, settings: Settings,
-                       principal: Principal) -> dict[str, Any]:  # fmt: skip
+async def usage_report(
+    accounting: Accounting | None, settings: Settings, principal: Principal
+) -> dict[str, Any]:
     if accounting is None:
         raise NotFound("usage accounting is off (accounting.enabled)", code="not_found")
     if principal.admin:

@@ -22,9 +22,16 @@ class Reply:
     body: bytes
 
 
-async def call(transport: Transport, method: str, url: str, *, timeout: float, phase: str,
-               body: bytes = b"",
-               headers: list[tuple[str, str]] | None = None) -> Reply:  # fmt: skip
+async def call(
+    transport: Transport,
+    method: str,
+    url: str,
+    *,
+    timeout: float,
+    phase: str,
+    body: bytes = b"",
+    headers: list[tuple[str, str]] | None = None,
+) -> Reply:
     """Send one request and read the whole answer within `timeout` seconds; the
     connection goes back to the pool only after a complete read."""
     with upstream_errors(url, phase):

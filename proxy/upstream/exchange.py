@@ -48,7 +48,7 @@ from proxy.errors import (
     UpstreamError,
     UpstreamTimeout,
     UpstreamTooLarge,
-)  # fmt: skip
+)
 from proxy.metrics import Metrics
 from proxy.settings import TimeoutSettings
 from proxy.upstream.answer import Expect, refusal
@@ -61,10 +61,16 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 
 class Exchange:
     def __init__(
-        self, transport: Transport, timeouts: TimeoutSettings, metrics: Metrics,
-        method: str, path: str, body: bytes, headers: list[tuple[str, str]],
+        self,
+        transport: Transport,
+        timeouts: TimeoutSettings,
+        metrics: Metrics,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: list[tuple[str, str]],
         whole_answer: bool = False,
-    ):  # fmt: skip
+    ):
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
         self.head_timeout = timeouts.total_s if whole_answer else timeouts.first_byte_s
         self.method, self.path, self.body, self.headers = method, path, body, headers
@@ -182,8 +188,13 @@ class Exchange:
         reason, message = verdict
         if self.counted:
             self.metrics.upstream_bad_responses.labels(self.endpoint.url, reason).inc()
-        log.warning("backend %s answered HTTP %s (%s, expected %s): a 502 to the client",
-                    self.endpoint.url, self.response.status, ctype[:64], expect)  # fmt: skip
+        log.warning(
+            "backend %s answered HTTP %s (%s, expected %s): a 502 to the client",
+            self.endpoint.url,
+            self.response.status,
+            ctype[:64],
+            expect,
+        )
         raise UpstreamBadResponse(message)
 
     def ttft_ms(self) -> float | None:

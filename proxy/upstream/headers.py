@@ -11,10 +11,18 @@ from __future__ import annotations
 
 HOP_BY_HOP = frozenset(
     {
-        b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
-        b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
     }
-)  # fmt: skip
+)
 CREDENTIALS = frozenset({b"authorization", b"x-api-key", b"api-key"})  # the client's own
 REPLACED = frozenset({b"x-request-id"})  # ragtrim's value is sent instead
 _NOT_UP = HOP_BY_HOP | CREDENTIALS | REPLACED

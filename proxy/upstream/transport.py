@@ -110,9 +110,12 @@ class AiohttpTransport:
     def _open_session(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60, ttl_dns_cache=10)
         self._session = aiohttp.ClientSession(
-            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False,
-            timeout=self._timeout, skip_auto_headers=_SKIP_AUTO,
-        )  # fmt: skip
+            connector=connector,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+            timeout=self._timeout,
+            skip_auto_headers=_SKIP_AUTO,
+        )
         return self._session
 
     async def send(

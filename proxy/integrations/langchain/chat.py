@@ -50,16 +50,18 @@ class RagtrimChatModel(Wrapper, BaseChatModel):
         trimmed = await self._rt.arun(self._trim(messages))
         return await self.inner._agenerate(trimmed, stop=stop, **kwargs)
 
-    def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[
-        ChatGenerationChunk]:  # fmt: skip
+    def _stream(
+        self, messages, stop=None, run_manager=None, **kwargs
+    ) -> Iterator[ChatGenerationChunk]:
         trimmed = self._rt.run(self._trim(messages))
         if not _streams(self.inner, async_api=False):
             yield _as_chunk(self.inner._generate(trimmed, stop=stop, **kwargs))
             return
         yield from self.inner._stream(trimmed, stop=stop, **kwargs)
 
-    async def _astream(self, messages, stop=None, run_manager=None, **kwargs) -> AsyncIterator[
-        ChatGenerationChunk]:  # fmt: skip
+    async def _astream(
+        self, messages, stop=None, run_manager=None, **kwargs
+    ) -> AsyncIterator[ChatGenerationChunk]:
         trimmed = await self._rt.arun(self._trim(messages))
         if not _streams(self.inner, async_api=True):
             yield _as_chunk(await self.inner._agenerate(trimmed, stop=stop, **kwargs))
@@ -101,11 +103,13 @@ def _as_chunk(result: ChatResult) -> ChatGenerationChunk:
     generation = result.generations[0]
     message = generation.message
     chunk = AIMessageChunk(
-        content=message.content, id=message.id, response_metadata=message.response_metadata,
+        content=message.content,
+        id=message.id,
+        response_metadata=message.response_metadata,
         usage_metadata=getattr(message, "usage_metadata", None),
         tool_call_chunks=[
             {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
             for i, c in enumerate(getattr(message, "tool_calls", []) or [])
         ],
-    )  # fmt: skip
+    )
     return ChatGenerationChunk(message=chunk, generation_info=generation.generation_info)

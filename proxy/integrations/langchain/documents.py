@@ -50,6 +50,6 @@ class RagtrimDocumentCompressor(Wrapper, BaseDocumentCompressor):
         return [
             Document(
                 page_content=text, metadata={**d.metadata, "ragtrim_compressed": True}, id=d.id
-            )  # fmt: skip
+            )
             for d, text in zip(documents, outcome.texts, strict=True)
         ]

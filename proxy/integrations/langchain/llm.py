@@ -33,8 +33,7 @@ class RagtrimLLM(Wrapper, BaseLLM):
         trimmed = await self._rt.arun(self._trim_all(prompts))
         return await self.inner._agenerate(trimmed, stop=stop, **kwargs)
 
-    def _stream(self, prompt, stop=None, run_manager=None, **kwargs) -> Iterator[
-        GenerationChunk]:  # fmt: skip
+    def _stream(self, prompt, stop=None, run_manager=None, **kwargs) -> Iterator[GenerationChunk]:
         trimmed = self._rt.run(self._rt.trim_prompt(prompt))
         if type(self.inner)._stream is BaseLLM._stream:
             chunks = [_as_chunk(self.inner._generate([trimmed], stop=stop, **kwargs))]
@@ -45,8 +44,9 @@ class RagtrimLLM(Wrapper, BaseLLM):
                 run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
 
-    async def _astream(self, prompt, stop=None, run_manager=None, **kwargs) -> AsyncIterator[
-        GenerationChunk]:  # fmt: skip
+    async def _astream(
+        self, prompt, stop=None, run_manager=None, **kwargs
+    ) -> AsyncIterator[GenerationChunk]:
         trimmed = await self._rt.arun(self._rt.trim_prompt(prompt))
         cls = type(self.inner)
         if cls._stream is BaseLLM._stream and cls._astream is BaseLLM._astream:

@@ -84,8 +84,9 @@ def canonicalize_chat(
     new_end = None
     if offset is not None:
         text = message_text(messages[whole])
-        stable = chat.add(f"message {whole}", role(messages[whole]) or "", text[:offset], rules,
-                          False)  # fmt: skip
+        stable = chat.add(
+            f"message {whole}", role(messages[whole]) or "", text[:offset], rules, False
+        )
         head = insert_moved(stable, chat.moved)
         chat.texts[whole], new_end = head + text[offset:], (whole, len(head))
     elif chat.moved:

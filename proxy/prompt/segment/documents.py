@@ -55,20 +55,23 @@ def text_key(entry: Any) -> str | None:
     return None
 
 
-def with_documents(seg: Segmentation | None, documents: Any,
-                   messages: Sequence[Any]) -> Segmentation | None:  # fmt: skip
+def with_documents(
+    seg: Segmentation | None, documents: Any, messages: Sequence[Any]
+) -> Segmentation | None:
     """`seg` (the messages' segmentation, or None) with the field's documents added."""
     slots = field_slots(documents)
     if not slots:
         return seg
     if seg is None:
         return Segmentation(NAME, slots, fallback_question(messages, ()))
-    return dataclasses.replace(seg, template=f"{seg.template}+{NAME}",
-                               documents=slots + seg.documents)  # fmt: skip
+    return dataclasses.replace(
+        seg, template=f"{seg.template}+{NAME}", documents=slots + seg.documents
+    )
 
 
-def apply_documents(documents: list[Any], seg: Segmentation,
-                    new_texts: Sequence[str]) -> list[Any] | None:  # fmt: skip
+def apply_documents(
+    documents: list[Any], seg: Segmentation, new_texts: Sequence[str]
+) -> list[Any] | None:
     """A copy of the `documents` field with the new texts in (changed entries copied),
     or None when `seg` has no slot there."""
     pairs = pairs_of(seg, new_texts, DOCUMENTS)

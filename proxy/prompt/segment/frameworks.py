@@ -33,10 +33,16 @@ class FrameworkText:
     rewrite: tuple[tuple[str, str], ...] = ()
 
     def template(self) -> FrameworkTemplate:
-        forms = {form: parse_template(self._braces(text), **self.placeholders)
-                 for form, text in self.texts.items()}  # fmt: skip
-        return FrameworkTemplate(self.name, **forms, preamble=tuple(self.preamble.split()),
-                                 skip_metadata=self.skip_metadata)  # fmt: skip
+        forms = {
+            form: parse_template(self._braces(text), **self.placeholders)
+            for form, text in self.texts.items()
+        }
+        return FrameworkTemplate(
+            self.name,
+            **forms,
+            preamble=tuple(self.preamble.split()),
+            skip_metadata=self.skip_metadata,
+        )
 
     def _braces(self, text: str) -> str:
         """Jinja loops and variables as the {placeholder} form parse_template reads."""
@@ -60,11 +66,13 @@ def _entry(name: str, table: dict[str, Any], shared: dict[str, str]) -> Framewor
     if unknown or not texts:
         raise ValueError(f"{name}: forms must be among {FORMS}, got {sorted(texts)}")
     return FrameworkText(
-        name, texts, dict(table["placeholders"]),
+        name,
+        texts,
+        dict(table["placeholders"]),
         preamble=shared[table["preamble"]] if "preamble" in table else "",
         skip_metadata=bool(table.get("skip_metadata", False)),
         rewrite=tuple((old, new) for old, new in table.get("rewrite", ())),
-    )  # fmt: skip
+    )
 
 
 def load_frameworks(path: Path = DATA) -> tuple[FrameworkTemplate, ...]:

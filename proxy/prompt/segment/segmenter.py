@@ -36,9 +36,12 @@ Match = Callable[[Recogniser], Segmentation | None]
 
 
 class Segmenter:
-    def __init__(self, patterns: Sequence[str] = (),
-                 frameworks: Sequence[FrameworkTemplate] | None = None,
-                 pattern_timeout: float = DEFAULT_TIMEOUT_S):  # fmt: skip
+    def __init__(
+        self,
+        patterns: Sequence[str] = (),
+        frameworks: Sequence[FrameworkTemplate] | None = None,
+        pattern_timeout: float = DEFAULT_TIMEOUT_S,
+    ):
         chosen = load_frameworks() if frameworks is None else tuple(frameworks)
         found = Patterns.compile(patterns, pattern_timeout)
         self.recognisers: tuple[Recogniser, ...] = (Tags(), *chosen, found)

@@ -42,15 +42,17 @@ def block_hash(parent: int | None, tokens: Sequence[int], extra: Any = None) -> 
     """The hash of one block given its parent's (None for the first block)."""
     digest = hashlib.blake2b(digest_size=8, person=_PERSON)
     digest.update(_ZERO if parent is None else parent.to_bytes(8, "big"))
-    digest.update(tokens if isinstance(tokens, array) and tokens.typecode == "I"
-                  else array("I", tokens))  # fmt: skip
+    digest.update(
+        tokens if isinstance(tokens, array) and tokens.typecode == "I" else array("I", tokens)
+    )
     digest.update(b"\xff")
     digest.update(_extra_bytes(extra))
     return int.from_bytes(digest.digest(), "big")
 
 
-def chain(tokens: Sequence[int], block_size: int, extras: Sequence[Any] = (),
-          parent: int | None = None) -> list[int]:  # fmt: skip
+def chain(
+    tokens: Sequence[int], block_size: int, extras: Sequence[Any] = (), parent: int | None = None
+) -> list[int]:
     """The hashes of every full block of `tokens`; `extras[i]` is block i's extra keys.
 
     A trailing partial block has no hash: vLLM caches only full blocks.

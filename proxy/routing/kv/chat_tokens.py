@@ -77,8 +77,13 @@ def cut_at(text: str, limit: int) -> int:
 class ChatTokenizer:
     """One model's tokenizer and template, with its prompts' prefix caches."""
 
-    def __init__(self, root: str, cache_entries: int = 256, turn_entries: int = 1024,
-                 max_tokens: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        root: str,
+        cache_entries: int = 256,
+        turn_entries: int = 1024,
+        max_tokens: int | None = None,
+    ):
         """`max_tokens` (kv_events.max_prefix_tokens; None: all): only a prompt's leading
         blocks can match a cache, so the text is cut at max_tokens x CHARS_PER_TOKEN
         characters before rendering and encoding, and the ids at max_tokens."""
@@ -107,8 +112,9 @@ class ChatTokenizer:
 
     def render(self, messages: list[dict[str, Any]], body: dict[str, Any], gen: bool) -> str:
         kwargs = dict(body.get("chat_template_kwargs") or {})
-        return self.tok.apply_chat_template(messages, tools=body.get("tools"), tokenize=False,
-                                            add_generation_prompt=gen, **kwargs)  # fmt: skip
+        return self.tok.apply_chat_template(
+            messages, tools=body.get("tools"), tokenize=False, add_generation_prompt=gen, **kwargs
+        )
 
     def encode(self, text: str, special: bool = False) -> list[int]:
         if self._rust is not None:
@@ -181,8 +187,13 @@ class RequestTokens:
     back to affinity). service.KvRouting.warm loads it when a backend turns healthy,
     before the first request as a rule."""
 
-    def __init__(self, pool: EndpointPool, on_cost: Callable[[float], None] | None = None,
-                 explicit_dir: str = "", max_tokens: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        pool: EndpointPool,
+        on_cost: Callable[[float], None] | None = None,
+        explicit_dir: str = "",
+        max_tokens: int | None = None,
+    ):
         """`max_tokens`: kv_events.max_prefix_tokens (ChatTokenizer; None: no cap)."""
         self.pool, self.on_cost, self.explicit_dir = pool, on_cost, explicit_dir
         self.max_tokens = max_tokens
@@ -232,8 +243,9 @@ class RequestTokens:
         prompt = body.get("prompt")
         return min(len(prompt), tok.max_chars or len(prompt)) if isinstance(prompt, str) else 0
 
-    def ids(self, route: str, body: dict[str, Any], model: str | None,
-            wait: bool = True) -> list[int] | None:  # fmt: skip
+    def ids(
+        self, route: str, body: dict[str, Any], model: str | None, wait: bool = True
+    ) -> list[int] | None:
         tok = self.tokenizer(model, wait)
         if tok is None:
             return None

@@ -61,8 +61,13 @@ def expected_cost(ep: Endpoint, held: Held, queue_tokens: int) -> float:
 class KvCostPicker:
     name = "cost"
 
-    def __init__(self, *, queue_tokens: int, fallback: BoundedLoad,
-                 on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        queue_tokens: int,
+        fallback: BoundedLoad,
+        on_spill: Callable[[Endpoint], None] | None = None,
+    ):
         """`queue_tokens` comes from PickerSettings.queue_tokens; `fallback` is the
         bounded-load picker of RoutingSettings (rendezvous' floor)."""
         if queue_tokens < 0:

@@ -28,8 +28,17 @@ from typing import Any
 
 import msgspec
 
-_STORED_FIELDS = ("block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
-                  "medium", "lora_name", "extra_keys", "group_idx")  # fmt: skip
+_STORED_FIELDS = (
+    "block_hashes",
+    "parent_block_hash",
+    "token_ids",
+    "block_size",
+    "lora_id",
+    "medium",
+    "lora_name",
+    "extra_keys",
+    "group_idx",
+)
 _REMOVED_FIELDS = ("block_hashes", "medium", "group_idx")
 SPLIT_PAUSE_BYTES = 64 << 10  # an event this big is decoded after a GIL pause
 
@@ -123,13 +132,15 @@ def _stored(f: dict[str, Any]) -> BlockStored:
     _check(parent is None or type(parent) in (bytes, int), "bad parent hash")
     _opt(f.get("lora_id"), int, "bad lora id")
     return BlockStored(
-        block_hashes=_hashes(f.get("block_hashes")), parent_block_hash=parent,
-        token_ids=_token_ids(f.get("token_ids")), block_size=size,
+        block_hashes=_hashes(f.get("block_hashes")),
+        parent_block_hash=parent,
+        token_ids=_token_ids(f.get("token_ids")),
+        block_size=size,
         medium=_opt(f.get("medium"), str, "bad medium"),
         lora_name=_opt(f.get("lora_name"), str, "bad lora name"),
         extra_keys=_extra_keys(f.get("extra_keys")),
         group_idx=_opt(f.get("group_idx"), int, "bad group"),
-    )  # fmt: skip
+    )
 
 
 def decode_event(raw: Any) -> Event | None:
@@ -142,9 +153,11 @@ def decode_event(raw: Any) -> Event | None:
         return _stored(_fields(raw, _STORED_FIELDS)[1])
     if tag == "BlockRemoved":
         _, f = _fields(raw, _REMOVED_FIELDS)
-        return BlockRemoved(_hashes(f.get("block_hashes")),
-                            _opt(f.get("medium"), str, "bad medium"),
-                            _opt(f.get("group_idx"), int, "bad group"))  # fmt: skip
+        return BlockRemoved(
+            _hashes(f.get("block_hashes")),
+            _opt(f.get("medium"), str, "bad medium"),
+            _opt(f.get("group_idx"), int, "bad group"),
+        )
     if tag == "AllBlocksCleared":
         return AllBlocksCleared()
     return None
@@ -163,8 +176,10 @@ def decode_batch(payload: bytes) -> EventBatch:
     if not isinstance(raw, list) or len(raw) < 2 or not isinstance(raw[1], list):
         raise EventDecodeError("not an EventBatch [ts, events, dp_rank]")
     ts = raw[0]
-    _check(isinstance(ts, int | float) and not isinstance(ts, bool) and math.isfinite(ts),
-           "ts not a finite number")  # fmt: skip
+    _check(
+        isinstance(ts, int | float) and not isinstance(ts, bool) and math.isfinite(ts),
+        "ts not a finite number",
+    )
     events = [event for item in raw[1] if (event := decode_event(_whole(item))) is not None]
     rank = _opt(raw[2] if len(raw) > 2 else None, int, "bad rank")
     return EventBatch(float(ts), events, rank)

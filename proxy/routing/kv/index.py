@@ -82,10 +82,14 @@ class KvIndex:
     reader may see a batch in part: a prefix of its events, in order, as if the rest had
     not arrived yet."""
 
-    def __init__(self, max_blocks: int = 262_144, *,
-                 on_orphan: Callable[[int], None] | None = None,
-                 on_evict: Callable[[int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        max_blocks: int = 262_144,
+        *,
+        on_orphan: Callable[[int], None] | None = None,
+        on_evict: Callable[[int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if max_blocks <= 0:
             raise ValueError("max_blocks must be > 0")
         self.max_blocks = max_blocks
@@ -105,8 +109,13 @@ class KvIndex:
         caches have room, so blocks stored there now evict nothing."""
         now = self.clock()
         states = [(url, self.backends.get(url)) for url in urls]  # no lock: see the class
-        return {url for url, st in states if st is not None and st.synced
-                and (st.evicted_at is None or now - st.evicted_at > window)}  # fmt: skip
+        return {
+            url
+            for url, st in states
+            if st is not None
+            and st.synced
+            and (st.evicted_at is None or now - st.evicted_at > window)
+        }
 
     def reset(self, url: str) -> BackendBlocks:
         """Forget `url`'s blocks (a restart, a clear, a resubscription); keep it known."""
@@ -199,6 +208,10 @@ def _pieces(event: Event, blocks: int) -> Iterator[Event]:
             continue
         size, extras = event.block_size, event.extra_keys
         parent = event.block_hashes[at - 1] if at else event.parent_block_hash
-        yield replace(event, block_hashes=hashes, parent_block_hash=parent,
-                      token_ids=event.token_ids[at * size : (at + blocks) * size],
-                      extra_keys=extras[at : at + blocks] if extras else extras)  # fmt: skip
+        yield replace(
+            event,
+            block_hashes=hashes,
+            parent_block_hash=parent,
+            token_ids=event.token_ids[at * size : (at + blocks) * size],
+            extra_keys=extras[at : at + blocks] if extras else extras,
+        )

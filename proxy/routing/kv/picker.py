@@ -68,8 +68,14 @@ def stake(shares: dict[Endpoint, float] | None, ranked: Sequence[Endpoint]) -> f
 class KvBoundedLoad:
     name = "bounded"
 
-    def __init__(self, *, epsilon: float, held: int, free: int,
-                 on_spill: Callable[[Endpoint], None] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        held: int,
+        free: int,
+        on_spill: Callable[[Endpoint], None] | None = None,
+    ):
         """`epsilon`, `held` (picker.min_in_flight) and `free` (picker.spill_floor)
         come from RoutingSettings, their one home."""
         if free < 0 or held < 0:

@@ -86,8 +86,12 @@ class TokenIds(list):
 
     __slots__ = ("static", "next_turn", "chains")
 
-    def __init__(self, ids: list[int], static: StaticPrefix | None = None,
-                 next_turn: StaticPrefix | None = None):  # fmt: skip
+    def __init__(
+        self,
+        ids: list[int],
+        static: StaticPrefix | None = None,
+        next_turn: StaticPrefix | None = None,
+    ):
         super().__init__(ids)
         self.static, self.next_turn = static, next_turn
         self.chains: dict[tuple[int, str], list[int]] = {}

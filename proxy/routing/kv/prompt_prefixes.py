@@ -117,8 +117,9 @@ class PromptPrefixes:
         self.static, self.turns = Lru(static_entries), Lru(turn_entries)
         self.gen_prompts: dict[str, tuple[str, list[int]]] = {}
 
-    def longest(self, messages: list[dict], body: dict[str, Any],
-                text: str) -> tuple[StaticPrefix | None, StaticPrefix | None]:  # fmt: skip
+    def longest(
+        self, messages: list[dict], body: dict[str, Any], text: str
+    ) -> tuple[StaticPrefix | None, StaticPrefix | None]:
         """(the longest cached prefix of `text` at an exact cut, the static one): the
         conversation up to its last assistant message (the last turn's request), else
         the static messages (rendered and encoded on a miss)."""
@@ -142,8 +143,14 @@ class PromptPrefixes:
         self.static.put(partition(body), key, static)
         return static
 
-    def remember(self, messages: list[dict], body: dict[str, Any], text: str, ids: list[int],
-                 static: StaticPrefix | None) -> StaticPrefix | None:  # fmt: skip
+    def remember(
+        self,
+        messages: list[dict],
+        body: dict[str, Any],
+        text: str,
+        ids: list[int],
+        static: StaticPrefix | None,
+    ) -> StaticPrefix | None:
         """This request without its generation prompt, as the next turn's prefix: its
         ids less the prompt's (exact when the prompt starts with a special token)."""
         n = static_count(messages)
@@ -152,8 +159,9 @@ class PromptPrefixes:
             return None  # the prompt starts with a special token: the cut before it is exact
         start, at = (static.size, static.text_len) if static is not None else (0, 0)
         turn = StaticPrefix(text[at : -len(suffix)], array("I", ids[start : -len(tail)]), static)
-        self.turns.put(partition(body), self._turn_key(static, messages, n, len(messages), body),
-                       turn)  # fmt: skip
+        self.turns.put(
+            partition(body), self._turn_key(static, messages, n, len(messages), body), turn
+        )
         return turn
 
     def cached_cut(self, messages: list[dict], body: dict[str, Any]) -> int:
@@ -175,8 +183,14 @@ class PromptPrefixes:
     def _cut(self, text: str, at: int) -> bool:
         return text.startswith(self.template.specials, at)
 
-    def _turn_key(self, static: StaticPrefix | None, messages: list[dict], n: int, k: int,
-                  body: dict[str, Any]) -> tuple | None:  # fmt: skip
+    def _turn_key(
+        self,
+        static: StaticPrefix | None,
+        messages: list[dict],
+        n: int,
+        k: int,
+        body: dict[str, Any],
+    ) -> tuple | None:
         """A turn's key: its static prefix (the cached object, else the static messages)
         and the messages after it up to `k`."""
         if static is None:
@@ -205,14 +219,16 @@ class PromptPrefixes:
 
 
 def static_count(messages: list[dict[str, Any]]) -> int:
-    return next((i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES),
-                len(messages))  # fmt: skip
+    return next(
+        (i for i, m in enumerate(messages) if m.get("role") not in STATIC_ROLES), len(messages)
+    )
 
 
 def _cuts(messages: list[dict[str, Any]], n: int) -> list[int]:
     """Where the last turn's request ended: before the last assistant message."""
-    last = next((i for i in range(len(messages) - 1, -1, -1)
-                 if messages[i].get("role") == "assistant"), 0)  # fmt: skip
+    last = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"), 0
+    )
     return [last] if last > n else []
 
 
@@ -220,8 +236,10 @@ def message_key(messages: list[dict[str, Any]], body: dict[str, Any]) -> tuple |
     """What a prefix renders from; None when a value is not hashable."""
     extra = [body.get(k) for k in ("tools", "chat_template_kwargs")]
     try:
-        key = (tuple(tuple(sorted(m.items())) for m in messages),
-               json.dumps(extra, sort_keys=True) if any(extra) else "")  # fmt: skip
+        key = (
+            tuple(tuple(sorted(m.items())) for m in messages),
+            json.dumps(extra, sort_keys=True) if any(extra) else "",
+        )
         hash(key)  # a list among a message's values: no key
         return key
     except (TypeError, ValueError):

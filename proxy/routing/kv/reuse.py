@@ -142,8 +142,9 @@ class Prices:
         return self.suffix[j] + started
 
 
-def prices(reuse: Reuse, hashes: Sequence[int], leading: Sequence[int], block_size: int,
-           candidates: int) -> Prices:  # fmt: skip
+def prices(
+    reuse: Reuse, hashes: Sequence[int], leading: Sequence[int], block_size: int, candidates: int
+) -> Prices:
     """The chain `hashes` priced: a segment is worth a second home while its traffic
     share × `candidates` exceeds the candidates holding it whole (`leading`: the
     blocks each candidate at this block size holds)."""
@@ -154,6 +155,8 @@ def prices(reuse: Reuse, hashes: Sequence[int], leading: Sequence[int], block_si
     for j in range(len(marks) - 1, -1, -1):
         holders[j] += holders[j + 1]
     shared, traffic = reuse.profile(marks)
-    units = [block_size / shared[j] if traffic[j] * candidates > holders[j + 1]
-             else block_size for j in range(len(marks))]  # fmt: skip
+    units = [
+        block_size / shared[j] if traffic[j] * candidates > holders[j + 1] else block_size
+        for j in range(len(marks))
+    ]
     return Prices(units, len(hashes), block_size)

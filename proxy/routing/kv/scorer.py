@@ -83,9 +83,14 @@ class Share(NamedTuple):
 class KvCacheScorer:
     name = "kv_cache"
 
-    def __init__(self, index: KvIndex, tokens: RequestTokens,
-                 on_fallback: Callable[[str], None] | None = None, *,
-                 thread_bytes: int):  # fmt: skip
+    def __init__(
+        self,
+        index: KvIndex,
+        tokens: RequestTokens,
+        on_fallback: Callable[[str], None] | None = None,
+        *,
+        thread_bytes: int,
+    ):
         """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
         self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.affinity = PrefixAffinity()
@@ -132,8 +137,9 @@ class KvCacheScorer:
         out: dict[Endpoint, Share] = {}
         # No lock: reads are single dict lookups (proxy/routing/kv/index.py KvIndex).
         states = {ep: self.index.backend(ep.url) for ep in endpoints}
-        fleet_size = next((st.block_size for st in states.values() if st and st.block_size),
-                          DEFAULT_BLOCK_SIZE)  # fmt: skip
+        fleet_size = next(
+            (st.block_size for st in states.values() if st and st.block_size), DEFAULT_BLOCK_SIZE
+        )
         for ep, state in states.items():
             if state is None or not state.synced:
                 continue
@@ -156,8 +162,13 @@ class KvCacheScorer:
         roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
         tokens = {ep: s.tokens for ep, s in shares.items()}
         total = len(ctx.token_ids or ())
-        return Held(held, frozenset(ep for ep in held if ep.url in roomy), tokens, total,
-                    self._priced(shares, total))  # fmt: skip
+        return Held(
+            held,
+            frozenset(ep for ep in held if ep.url in roomy),
+            tokens,
+            total,
+            self._priced(shares, total),
+        )
 
     def _priced(self, shares: dict[Endpoint, Share], total: int) -> dict[Endpoint, float]:
         """Each candidate's missing tokens, a block worth a second home at 1/its reuse
@@ -204,8 +215,10 @@ class KvCacheScorer:
         if shares and max(s.share for s in shares.values()) == 0:
             self.on_fallback("cold")  # held nowhere: rendezvous keeps its copies together
             return self.affinity.score(ctx, endpoints)
-        scores = {ep: (1 - TIE_WEIGHT) * share + TIE_WEIGHT * self._tie(hashes[-1], ep.url)
-                  for ep, (share, hashes, *_) in shares.items()}  # fmt: skip
+        scores = {
+            ep: (1 - TIE_WEIGHT) * share + TIE_WEIGHT * self._tie(hashes[-1], ep.url)
+            for ep, (share, hashes, *_) in shares.items()
+        }
         stale = [ep for ep in endpoints if ep not in shares]
         if stale:
             for _ in stale:

@@ -52,16 +52,30 @@ class KvRouting:
             tok.chat({"messages": [{"role": "user", "content": "warm"}]})
 
 
-def build_kv(settings: KvEventsSettings, pool: EndpointPool, m: Metrics, tokenizer_dir: str,
-             on_loaded: Callable[[], None] = lambda: None) -> KvRouting | None:  # fmt: skip
+def build_kv(
+    settings: KvEventsSettings,
+    pool: EndpointPool,
+    m: Metrics,
+    tokenizer_dir: str,
+    on_loaded: Callable[[], None] = lambda: None,
+) -> KvRouting | None:
     if not settings.enabled:
         return None
-    index = KvIndex(settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc,
-                    on_evict=m.kv_evicted.inc)  # fmt: skip
+    index = KvIndex(
+        settings.max_blocks_per_backend, on_orphan=m.kv_orphans.inc, on_evict=m.kv_evicted.inc
+    )
     m.kv_index_blocks.set_function(index.blocks)
     m.kv_index_bytes.set_function(lambda: index.blocks() * BYTES_PER_BLOCK)
-    hooks = Hooks(lag=m.kv_event_lag.observe, resync=lambda why: m.kv_resyncs.labels(why).inc(),
-                  batch=m.kv_batches.inc, bad=m.kv_bad_messages.inc)  # fmt: skip
-    tokens = RequestTokens(pool, on_cost=m.kv_tokenize_cost.observe, explicit_dir=tokenizer_dir,
-                           max_tokens=settings.max_prefix_tokens)  # fmt: skip
+    hooks = Hooks(
+        lag=m.kv_event_lag.observe,
+        resync=lambda why: m.kv_resyncs.labels(why).inc(),
+        batch=m.kv_batches.inc,
+        bad=m.kv_bad_messages.inc,
+    )
+    tokens = RequestTokens(
+        pool,
+        on_cost=m.kv_tokenize_cost.observe,
+        explicit_dir=tokenizer_dir,
+        max_tokens=settings.max_prefix_tokens,
+    )
     return KvRouting(index, tokens, KvSubscriptions(pool, index, settings, hooks), on_loaded)

@@ -75,9 +75,18 @@ class Hooks:
 
 
 class KvSubscriber:
-    def __init__(self, url: str, pub: str, replay: str | None, topic: str, index: KvIndex,
-                 zctx: zmq.Context, hooks: Hooks | None = None,
-                 replay_timeout: float = 2.0, max_message_bytes: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        pub: str,
+        replay: str | None,
+        topic: str,
+        index: KvIndex,
+        zctx: zmq.Context,
+        hooks: Hooks | None = None,
+        replay_timeout: float = 2.0,
+        max_message_bytes: int | None = None,
+    ):
         """`max_message_bytes`: ZMQ MAXMSGSIZE on every socket opened (None: no bound;
         KvSubscriptions passes kv_events.max_message_bytes): zmq drops a bigger message
         unread, so a hostile publisher cannot make this process hold or decode it."""

@@ -41,8 +41,13 @@ def event_endpoints(url: str, s: KvEventsSettings) -> tuple[str, str | None]:
 
 
 class KvSubscriptions:
-    def __init__(self, pool: EndpointPool, index: KvIndex, settings: KvEventsSettings,
-                 hooks: Hooks | None = None):  # fmt: skip
+    def __init__(
+        self,
+        pool: EndpointPool,
+        index: KvIndex,
+        settings: KvEventsSettings,
+        hooks: Hooks | None = None,
+    ):
         self.pool, self.index, self.settings = pool, index, settings
         self.hooks = hooks or Hooks()
         self.subscribers: dict[str, tuple[KvSubscriber, threading.Thread]] = {}
@@ -76,11 +81,20 @@ class KvSubscriptions:
     def _spawn(self, url: str) -> tuple[KvSubscriber, threading.Thread]:
         assert self._zctx is not None
         pub, replay = event_endpoints(url, self.settings)
-        sub = KvSubscriber(url, pub, replay, self.settings.topic, self.index, self._zctx,
-                           self.hooks, self.settings.replay_timeout_s,
-                           self.settings.max_message_bytes)  # fmt: skip
-        thread = threading.Thread(target=self._run, args=(sub,), name=f"kv-events {url}",
-                                  daemon=True)  # fmt: skip
+        sub = KvSubscriber(
+            url,
+            pub,
+            replay,
+            self.settings.topic,
+            self.index,
+            self._zctx,
+            self.hooks,
+            self.settings.replay_timeout_s,
+            self.settings.max_message_bytes,
+        )
+        thread = threading.Thread(
+            target=self._run, args=(sub,), name=f"kv-events {url}", daemon=True
+        )
         thread.start()
         return sub, thread
 
