@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cache.prefixes import PrefixRegistry
-from cache.store import KVStore, MemoryStore, RedisStore
+from cache.store import KVStore
 from cache.writes import BackgroundWrites
 from compressors import Compressor
 from proxy.backends.discovery import Discovery
@@ -60,10 +60,8 @@ from proxy.stages.tenant import TenantStage
 from proxy.telemetry.accesslog import AccessLog, access_logger
 from proxy.telemetry.tracing import build_tracing
 from proxy.telemetry.wrap import Operations
-from proxy.tenancy.accounting import Accounting, labelled_tenants
-from proxy.tenancy.identity import Identity
-from proxy.tenancy.owners import ResponseOwners
-from proxy.tenancy.rate_limits import RateLimiter
+from proxy.tenancy.accounting import labelled_tenants
+from proxy.tenancy.policy import Tenancy, make_tenancy
 from proxy.upstream.transport import AiohttpTransport, Transport
 
 log = logging.getLogger("ragtrim")
@@ -87,7 +85,8 @@ class Components:
     transport: Transport
     identity: EdgeIdentity  # who asks, resolved once per request at the edge
     ingest: Ingest
-    ops: Operations  # tracing, access log, accounting, quotas
+    ops: Operations  # tracing, the access log, the telemetry middleware
+    tenancy: Tenancy  # identity, limits, accounting, response owners
     discovery: Discovery | None = None
     kv: KvRouting | None = None  # KV-event routing (proxy/routing/kv/)
     on_loaded: Callable[[], None] = _nothing  # after a long-lived load (proxy/server/heap.py)
@@ -128,7 +127,8 @@ class Components:
         await self.feedback.drain()
         await self.compression.drain()
         await self.transport.aclose()
-        await self.ops.aclose()
+        await self.ops.aclose()  # its writes drained before the tenancy's stores close
+        await self.tenancy.aclose()
         await self.store.aclose()
         self.compression.engine.close()
 
@@ -160,43 +160,28 @@ def make_feedback(c: CompressionSettings, metrics: Metrics, gate: CostGate,
     return Feedback(metrics, gate, prefixes, gate.pool, scraper)
 
 
-def own_store(settings: Settings, store: KVStore, metrics: Metrics, timeout: float) -> KVStore:
-    """Its own Redis connections and timeout, for the limit script (redis.quota_timeout_s)
-    and the accounting ledger (redis.accounting_timeout_s): a cache read may give up in
-    0.1 s, a limit check that gives up fails open, a ledger write that gives up is lost."""
-    if not settings.redis.url or not isinstance(store, RedisStore):
-        return store
-    return RedisStore(settings.redis.url, timeout=timeout,
-                      on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
-                      fallback=MemoryStore(max_items=1000, max_bytes=1 << 20))  # fmt: skip
-
-
-def make_accounting(settings: Settings, store: KVStore, metrics: Metrics) -> Accounting:
-    ledger = own_store(settings, store, metrics, settings.redis.accounting_timeout_s)
-    return Accounting(ledger, settings.accounting, settings.tenancy, metrics,
-                      owns_store=ledger is not store)  # fmt: skip
-
-
-def make_operations(settings: Settings, store: KVStore, metrics: Metrics,
-                    identity: EdgeIdentity) -> Operations:  # fmt: skip
+def make_operations(settings: Settings, metrics: Metrics, identity: EdgeIdentity,
+                    tenancy: Tenancy) -> Operations:  # fmt: skip
     """The operators' parts (docs/decisions/0042-telemetry-operations.md); each is None
     when its settings turn it off."""
-    known = labelled_tenants(settings.tenancy)  # metric labels: none unless asked
-    q, a = settings.quotas, settings.accounting
-    own = own_store(settings, store, metrics, settings.redis.quota_timeout_s) if q.active else store
-    limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
-                          owns_store=own is not store)  # fmt: skip
-    settles = q.active and q.charge == "computed"
+    limiter = tenancy.limiter
+    settles = limiter is not None and settings.quotas.charge == "computed"
     return Operations(
         metrics,
         tracing=build_tracing(settings.tracing, settings.telemetry),
         access_log=AccessLog(access_logger(), settings.log_prompts, settings.telemetry)
         if settings.access_log.enabled else None,
-        accounting=make_accounting(settings, store, metrics) if a.enabled else None,
-        quota=QuotaStage(limiter, metrics, known, settings.compression.limits.offload_bytes)
-        if q.active else None, vouches=identity.vouches,
-        settle=QuotaSettleHook(limiter, BackgroundWrites()) if settles else None,
+        accounting=tenancy.accounting, vouches=identity.vouches,
+        settle=QuotaSettleHook(limiter, BackgroundWrites()) if settles and limiter else None,
     )  # fmt: skip
+
+
+def make_quota(settings: Settings, metrics: Metrics, tenancy: Tenancy) -> QuotaStage | None:
+    """The quota stage over the tenancy's limiter (None: no limits configured)."""
+    if tenancy.limiter is None:
+        return None
+    known = labelled_tenants(settings.tenancy)  # metric labels: none unless asked
+    return QuotaStage(tenancy.limiter, metrics, known, settings.compression.limits.offload_bytes)
 
 
 def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Operations,
@@ -220,12 +205,12 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Oper
 
 def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Transport,
                    pipeline: Pipeline, metrics: Metrics, feedback: Feedback,
-                   identity: EdgeIdentity, ops: Operations,
-                   owners: ResponseOwners,
+                   identity: EdgeIdentity, ops: Operations, tenancy: Tenancy,
+                   quota: QuotaStage | None,
                    stable: StableCompression | None = None) -> Forwarder:  # fmt: skip
     """The data plane gets the traced router and transport, and the answer hook; the
     control plane (health, scrapes, warm-up) the bare ones."""
-    hooks = make_hooks(settings, metrics, feedback, owners, ops, stable)
+    hooks = make_hooks(settings, metrics, feedback, tenancy.owners, ops, stable)
     response = ResponsePath(ops.wrap_transport(transport), settings.timeouts, metrics,
                             settings.upstream, hooks)  # fmt: skip
     return Forwarder(pool, ops.wrap_router(router), pipeline, response,
@@ -233,8 +218,8 @@ def make_forwarder(settings: Settings, pool: EndpointPool, router, transport: Tr
                      settings.max_body_bytes, log_prompts=settings.log_prompts,
                      parser=RequestParser(settings.requests,
                                           settings.compression.limits.offload_bytes),
-                     owners=owners, telemetry=settings.telemetry,
-                     quota=ops.quota)  # fmt: skip
+                     owners=tenancy.owners, telemetry=settings.telemetry,
+                     quota=quota)  # fmt: skip
 
 
 def build(
@@ -250,11 +235,11 @@ def build(
     transport = transport or AiohttpTransport(settings.timeouts.connect_s)
     if store is None:
         store = make_store(settings, lambda op, _: metrics.store_errors.labels(op).inc())
-    known = Identity(settings.tenancy, settings.accounting.admin_key)
-    identity, c = EdgeIdentity(known), settings.compression
-    ops = make_operations(settings, store, metrics, identity)
+    tenancy, c = make_tenancy(settings, store, metrics), settings.compression
+    identity, quota = EdgeIdentity(tenancy.identity), make_quota(settings, metrics, tenancy)
+    ops = make_operations(settings, metrics, identity, tenancy)
     compression = make_compression(settings, store, pool, metrics, compressor)
-    stages = make_stages(settings, TenantStage(known), compression, metrics, ops.quota)
+    stages = make_stages(settings, TenantStage(tenancy.identity), compression, metrics, quota)
     pipeline = Pipeline(stages, metrics, settings.log_prompts, ops.tracing)
     on_loaded = on_loaded or _nothing
     kv = build_kv(settings.routing.kv_events, pool, metrics, c.tokenizer, on_loaded)
@@ -264,8 +249,7 @@ def build(
                               hot_keep=settings.store.hot_prefixes)  # fmt: skip
     feedback = make_feedback(c, metrics, compression.gate, prefixes, transport)
     forwarder = make_forwarder(settings, pool, router, transport, pipeline, metrics, feedback,
-                               identity, ops, ResponseOwners(settings.tenancy, store),
-                               compression.stable)  # fmt: skip
+                               identity, ops, tenancy, quota, compression.stable)  # fmt: skip
     warmer = Warmer(settings.warmup, pool, prefixes, transport, metrics, router)
     health = make_health(settings, pool, transport, warmer, kv.warm if kv else None)
     discovery = make_discovery(settings, dns_targets, pool, metrics, health)
@@ -274,5 +258,6 @@ def build(
         settings=settings, metrics=metrics, pool=pool, health=health, store=store,
         compression=compression, prefixes=prefixes, feedback=feedback, forwarder=forwarder,
         transport=transport, identity=identity, ops=ops, discovery=discovery, ingest=ingest,
+        tenancy=tenancy,
         kv=kv, on_loaded=on_loaded,
     )  # fmt: skip

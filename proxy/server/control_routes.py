@@ -61,7 +61,7 @@ def _usage(parts: Components) -> Endpoint:
     async def usage(request: Request) -> JSONResponse:
         """Per-tenant totals: a tenant its own, the admin key all."""
         principal = parts.identity.of(request.scope)
-        report = await usage_report(parts.ops.accounting, parts.settings, principal)
+        report = await usage_report(parts.tenancy.accounting, parts.settings, principal)
         return JSONResponse(report)
 
     return usage

@@ -1,10 +1,12 @@
-"""What operators run a gateway with, held together for the composition root: tracing,
-the access log, per-tenant accounting and per-tenant limits.
+"""What operators observe a gateway with, held together for the composition root:
+tracing, the access log, and the ledger's writer (the tenancy policy's accounting,
+proxy/tenancy/policy.py, which also owns the limits).
 Why: docs/decisions/0042-telemetry-operations.md.
 
 proxy/components.py builds one `Operations` (`make_operations`) and lets it wrap the
 parts it observes: the transport and the router (spans, only with tracing on), the
-answer hook (what a finished generation taught, for the request's record), and the
+answer hook (what a finished generation taught, for the request's record) with the
+quota's settlement after it (quotas.charge=computed), and the
 data plane (the telemetry middleware, left out when tracing, the access log and
 accounting are all off).
 """
@@ -20,7 +22,6 @@ from starlette.types import ASGIApp, Scope
 from proxy.metrics import Metrics
 from proxy.response.points import Hook
 from proxy.response.quota_settle import QuotaSettleHook
-from proxy.stages.quota import QuotaStage
 from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.middleware import TelemetryMiddleware
 from proxy.telemetry.record import AnswerHook
@@ -35,7 +36,6 @@ class Operations:
     tracing: Tracing | None = None
     access_log: AccessLog | None = None
     accounting: Accounting | None = None
-    quota: QuotaStage | None = None
     settle: QuotaSettleHook | None = None  # quotas.charge=computed
     vouches: Callable[[Scope], bool] | None = None  # may a client steer its trace
 
@@ -73,7 +73,3 @@ class Operations:
             self.tracing.shutdown()
         if self.settle is not None:
             await self.settle.writes.drain()
-        if self.quota is not None:
-            await self.quota.limiter.aclose()
-        if self.accounting is not None:
-            await self.accounting.aclose()

@@ -85,8 +85,8 @@ async def test_the_ledger_has_its_own_redis_budget_off_the_request_path():
     machine (CI, stop 46: 2 of 5 requests counted); it runs after the answer's last byte,
     so it gets its own connections and redis.accounting_timeout_s."""
     from cache.store import RedisStore
-    from proxy.components import make_accounting
     from proxy.settings import Settings
+    from proxy.tenancy.policy import make_accounting
 
     settings = Settings(redis={"url": "redis://127.0.0.1:1", "accounting_timeout_s": 1.5})
     cache = RedisStore(settings.redis.url, timeout=settings.redis.timeout_s)
