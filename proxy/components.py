@@ -188,9 +188,7 @@ def make_hooks(settings: Settings, metrics: Metrics, feedback, owners, ops: Oper
                stable: StableCompression | None = None) -> list[Hook]:  # fmt: skip
     """THE response hooks, in order (proxy/response/): usage first, which the others read."""
     return [
-        UsageHook(
-            metrics, settings.upstream.max_sse_event_bytes, settings.upstream.backend_forces_usage
-        ),
+        UsageHook(metrics, settings.upstream.backend_forces_usage),
         HeadersHook(
             settings.tenancy.shows_backend(),
             CACHE_TELLING if settings.tenancy.api_keys else frozenset(),

@@ -13,8 +13,9 @@ the upstream leg (backend, status, chunk times, usage):
 
     headers(ctx, ex) -> RawHeaders           the answer is accepted, nothing sent yet:
                                              headers to add to the client's response
-    stream(ctx, ex) -> ChunkFilter | None    an SSE answer: the filter its chunks pass
-                                             through (one per stream, at most)
+    stream(ctx, ex) -> Observer | None       an SSE answer: what reads its events (one
+                                             parser per stream feeds them all; one
+                                             rewriter at most: events.py)
     body(ctx, ex, parts) -> RawHeaders       a JSON answer, read whole and not yet sent
     done(ctx, ex, error)                     after the exchange closed; `error` is what
                                              ended it, None when the last byte went out

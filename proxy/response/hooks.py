@@ -2,7 +2,7 @@
 (the points are listed in proxy/response/__init__.py; the order of the list is
 `make_hooks` in proxy/components.py).
 
-- `UsageHook`: vLLM's usage, from the SSE stream (the usage tap, proxy/response/usage_tap.py) or
+- `UsageHook`: vLLM's usage, from the SSE stream's events (proxy/response/usage_tap.py) or
   from a whole JSON body, kept only when sane; `x-ragtrim-cached-tokens` on a JSON
   answer; bad usage counted, never raised.
 - `HeadersHook`: `x-request-id`, `x-ragtrim-backend` (off by default with tenants)
@@ -17,11 +17,11 @@
 
 Pass-through routes (`route == "other"`) get the headers and their owner record and
 nothing else: their bodies are not OpenAI completions, so there is no usage to read or
-learn from. The usage tap is a chat/completions stream's and the id tap a
-/v1/responses stream's; on a Responses stream that goes through the pipeline (route
-"responses") the Responses usage tap reads usage and runs the id tap as its
-watcher (one filter per stream). The Responses and Messages APIs send usage unasked, in
-their own names: read from their final events (or the JSON body) and renamed to chat's.
+learn from. Stream hooks return event observers, which one parser per stream feeds
+(proxy/response/events.py): on a Responses stream the usage observer and the response
+id observer read the same events, neither wrapping the other. The Responses and
+Messages APIs send usage unasked, in their own names: read from their final events
+(or the JSON body) and renamed to chat's.
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ from proxy.context import RequestContext
 from proxy.errors import UpstreamError
 from proxy.metrics import Metrics
 from proxy.outcome import render
-from proxy.response.ids import ResponseIdTap, body_id
+from proxy.response.events import EventStream
+from proxy.response.ids import ResponseIds, body_id
 from proxy.response.usage_tap import (
-    MessagesUsageTap,
-    ResponsesUsageTap,
-    UsageTap,
+    ChatUsage,
+    MessagesUsage,
+    ResponsesUsage,
     cached_tokens,
     messages_usage,
     reported_cached_tokens,
@@ -50,32 +51,31 @@ from proxy.tenancy.owners import ResponseOwners
 from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders
 
-# The APIs whose usage comes unasked, in their own names: the stream tap that reads it
-# and the renaming to chat's names (proxy/response/usage_tap.py).
+# The APIs whose usage comes unasked, in their own names: the stream observer that reads
+# it and the renaming to chat's names (proxy/response/usage_tap.py).
 _OWN_USAGE = MappingProxyType(
     {
-        "responses": (ResponsesUsageTap, responses_usage),
-        "messages": (MessagesUsageTap, messages_usage),
+        "responses": (ResponsesUsage, responses_usage),
+        "messages": (MessagesUsage, messages_usage),
     }
 )
 
 
 class UsageHook:
-    def __init__(self, metrics: Metrics, max_event_bytes: int, backend_forces_usage: bool):
+    def __init__(self, metrics: Metrics, backend_forces_usage: bool):
         self.metrics = metrics
-        self.max_event_bytes = max_event_bytes
         self.backend_forces_usage = backend_forces_usage
 
-    def stream(self, ctx: RequestContext, ex: Exchange) -> UsageTap | ResponsesUsageTap | None:
-        """The tap that reads (and, when ragtrim added it, strips) the usage chunk.
+    def stream(self, ctx: RequestContext, ex: Exchange) -> ChatUsage | ResponsesUsage | None:
+        """What reads (and, when ragtrim added it, strips) the usage chunk.
         With `upstream.backend_forces_usage` nothing is stripped: vLLM's
         --enable-force-include-usage sends that chunk to every client."""
         if ctx.route == "other":
             return None
         if ctx.route in _OWN_USAGE:  # sent unasked (response.completed, message_delta)
-            return _OWN_USAGE[ctx.route][0](self.max_event_bytes)
+            return _OWN_USAGE[ctx.route][0]()
         strip = ctx.usage_added and not self.backend_forces_usage
-        return UsageTap(strip, self.max_event_bytes)
+        return ChatUsage(strip)
 
     def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
         if ctx.route == "other" or ex.status != 200:
@@ -91,15 +91,17 @@ class UsageHook:
     def done(self, ctx: RequestContext, ex: Exchange, error: BaseException | None) -> None:
         """A stream's usage, once it is over: kept when it ended well; its bad usage
         counted also when the backend failed after sending it."""
-        tap = ex.tap
-        if not isinstance(tap, UsageTap | ResponsesUsageTap) or not (
-            error is None or isinstance(error, UpstreamError)
-        ):
+        events = ex.tap
+        if not isinstance(events, EventStream):
             return
-        if tap.bad and ex.counted:
-            self.metrics.upstream_bad_usage.labels(ex.url).inc(tap.bad)
+        reader = events.rewriter if isinstance(events.rewriter, ChatUsage) else None
+        reader = reader or events.first(ResponsesUsage)
+        if reader is None or not (error is None or isinstance(error, UpstreamError)):
+            return
+        if reader.bad and ex.counted:
+            self.metrics.upstream_bad_usage.labels(ex.url).inc(reader.bad)
         if error is None:
-            ex.usage = tap.usage
+            ex.usage = reader.usage
 
 
 class HeadersHook:
@@ -175,14 +177,10 @@ class OwnerHook:
         stored = ctx.body.get("store", True) is not False
         return owned and stored and ex.status == 200 and self.owners.enforced
 
-    def stream(self, ctx: RequestContext, ex: Exchange) -> ResponseIdTap | None:
+    def stream(self, ctx: RequestContext, ex: Exchange) -> ResponseIds | None:
         if not self._records(ctx, ex):
             return None
-        ids = ResponseIdTap(lambda rid: self.owners.record(ctx.tenant, rid))
-        if isinstance(ex.tap, ResponsesUsageTap):  # a compressed Responses stream: one filter
-            ex.tap.watchers.append(ids)
-            return ex.tap
-        return ids
+        return ResponseIds(lambda rid: self.owners.record(ctx.tenant, rid))
 
     def body(self, ctx: RequestContext, ex: Exchange, parts: list[bytes]) -> RawHeaders:
         if self._records(ctx, ex):

@@ -5,7 +5,7 @@ vLLM writes its pydantic models in field order: a /v1/responses JSON body starts
 `{"id": "resp_…"`, and a stream's first event (`response.created`) carries
 `"response": {"id": "resp_…"`. Both are found by a regex on the first bytes; a JSON
 body whose `id` is not first (another backend) is parsed when it is small. The stream
-passes through unchanged: the tap only looks at its first `WINDOW` bytes. Keys can
+passes through unchanged: only its first `WINDOW` bytes are looked at. Keys can
 only come from the backend's own structure: text the model wrote is inside JSON
 strings, where every quote is escaped, so it can never match `"id"\\s*:`.
 """
@@ -20,7 +20,6 @@ import orjson
 _ID = rb'"id"\s*:\s*"([A-Za-z0-9_-]{1,256})"'
 _FIRST_ID = re.compile(rb"\s*\{\s*" + _ID)
 _RESPONSE_ID = re.compile(rb'"response"\s*:\s*\{\s*' + _ID)
-_LONGEST = 320  # bytes a match can span: where a search resumes after a new chunk
 WINDOW = 64 << 10  # the stream's first bytes looked at (the id is in its first event)
 PARSE_LIMIT = 1 << 20  # a JSON body whose id is not first is parsed up to this size
 
@@ -45,24 +44,23 @@ def body_id(parts: Sequence[bytes]) -> str | None:
     return rid if isinstance(rid, str) else None
 
 
-class ResponseIdTap:
-    """An SSE chunk filter that hands `on_id` the first `response.id` it sees."""
+class ResponseIds:
+    """An `EventStream` observer (proxy/response/events.py) that hands `on_id` the first
+    `response.id` in the stream's first `WINDOW` bytes of events."""
 
     def __init__(self, on_id: Callable[[str], None]):
         self.on_id = on_id
-        self._seen = bytearray()  # appended in place: tiny chunks cost linear time
+        self._seen = 0
         self._done = False
 
-    def __call__(self, chunk: bytes) -> bytes:
-        if not self._done:
-            start = max(0, len(self._seen) - _LONGEST)
-            self._seen += chunk[: WINDOW - len(self._seen)]  # bytearray: extends in place
-            found = _RESPONSE_ID.search(self._seen, start)
-            if found is not None:
-                self.on_id(found.group(1).decode())
-            if found is not None or len(self._seen) >= WINDOW:
-                self._done, self._seen = True, bytearray()
-        return chunk
+    def wants(self, chunk: bytes) -> bool:
+        return not self._done
 
-    def flush(self) -> bytes:
-        return b""
+    def event(self, event: bytes) -> None:
+        if self._done:
+            return
+        found = _RESPONSE_ID.search(event, 0, WINDOW - self._seen)
+        self._seen += len(event)
+        if found is not None:
+            self.on_id(found.group(1).decode())
+        self._done = found is not None or self._seen >= WINDOW

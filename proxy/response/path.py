@@ -14,8 +14,8 @@ server stopping at its drain deadline ends an open stream with `shutting_down`.
 
 The hook lists are resolved once, here, by the points each hook implements
 (proxy/response/points.py, checked at start-up): a request pays for the points that some
-hook defines, and nothing per chunk beyond the one
-stream filter (the usage tap, whose common case is a whole event passed through).
+hook defines, and nothing per chunk beyond the stream's one event parser
+(proxy/response/events.py), whose common case is a chunk of whole events passed through.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.errors import ShuttingDown
 from proxy.metrics import Metrics
+from proxy.response.events import EventStream
 from proxy.response.points import Hook, HookPoints
 from proxy.response.relay import ClientDisconnected, Reply, race_disconnect, relay_stream
 from proxy.settings import TimeoutSettings, UpstreamSettings
@@ -41,6 +42,7 @@ class ResponsePath:
                  upstream: UpstreamSettings, hooks: Sequence[Hook]):  # fmt: skip
         self.transport, self.timeouts, self.metrics = transport, timeouts, metrics
         self.max_response_bytes = upstream.max_response_bytes
+        self.max_event = upstream.max_sse_event_bytes
         self.hooks = list(hooks)
         self._at = HookPoints.of(self.hooks)
 
@@ -76,8 +78,8 @@ class ResponsePath:
             for hook in self._at.headers:
                 out += hook.headers(ctx, ex)
             if ex.is_sse:
-                for hook in self._at.stream:
-                    ex.tap = hook.stream(ctx, ex) or ex.tap
+                found = [o for h in self._at.stream if (o := h.stream(ctx, ex)) is not None]
+                ex.tap = EventStream(found, self.max_event) if found else None
                 await reply.start(ex.status, out)
                 await relay_stream(reply, ex.chunks(), ex.tap)
             else:

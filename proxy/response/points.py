@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from proxy.context import RequestContext
-from proxy.upstream.exchange import ChunkFilter, Exchange
+from proxy.response.events import Observer
+from proxy.upstream.exchange import Exchange
 from proxy.upstream.headers import RawHeaders
 
 
@@ -20,7 +21,9 @@ class OnHeaders(Protocol):
 
 @runtime_checkable
 class OnStream(Protocol):
-    def stream(self, ctx: RequestContext, ex: Exchange) -> ChunkFilter | None: ...
+    def stream(self, ctx: RequestContext, ex: Exchange) -> Observer | None:
+        """What reads this SSE answer's events (proxy/response/events.py)."""
+        ...
 
 
 @runtime_checkable

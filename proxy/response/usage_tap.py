@@ -1,14 +1,14 @@
 """Reading vLLM's own account of a request: usage and cached tokens.
 
 ragtrim asks for usage on every streamed request (`stream_options.include_usage`);
-`UsageTap` watches the SSE bytes for the final usage chunk (`choices: []`) and, when
-the client had not asked for it, removes that chunk so the client sees exactly the
-stream it asked for. Whole events pass through unchanged, as soon as they end
-(proxy/response/sse.py: every delimiter the SSE spec allows; a bounded buffer).
+`ChatUsage` reads the stream's events (one parser per stream: proxy/response/events.py)
+for the final usage chunk (`choices: []`) and, when the client had not asked for it,
+removes that chunk so the client sees exactly the stream it asked for. Whole events
+pass through unchanged, as soon as they end.
 
 vLLM stamps `system_fingerprint` on the terminal chunks (those with a finish_reason)
 only when usage is off; with usage on it moves it to the usage chunk (vLLM 0.32,
-chat_completion/serving.py). So when the tap strips a usage chunk ragtrim added, it
+chat_completion/serving.py). So when `ChatUsage` strips a usage chunk ragtrim added, it
 holds the terminal chunks until that chunk and gives them its fingerprint: the client
 sees the stream vLLM would have sent it. With
 several choices (n > 1, or a list of prompts) the chunks that follow the first terminal
@@ -21,7 +21,7 @@ ignored and counted (`bad`): never an exception after a good completion.
 
 The Responses API names its usage differently and sends it in its final
 event (`response.completed`), unasked: `responses_usage` renames it to chat's names, and
-`ResponsesUsageTap` reads it from the stream without changing a byte.
+`ResponsesUsage` reads it from the stream without changing a byte.
 
 A non-streamed body is read as chunks (proxy/upstream/exchange.py) and never joined:
 `usage_from_chunks` finds the last `"usage":` key and decodes only what follows it.
@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from proxy.errors import UpstreamTooLarge
-from proxy.response.sse import EventSplitter, event_data
+from proxy.response.sse import event_data
 
 _EMPTY_CHOICES = (b'"choices":[]', b'"choices": []')
 _FINISHED = re.compile(rb'"finish_reason"\s*:\s*"')
@@ -99,31 +98,29 @@ def usage_from_chunks(chunks: Sequence[bytes]) -> tuple[Any, bool]:
     return None, False
 
 
-class UsageTap:
-    def __init__(self, strip: bool, max_event: int = 4 << 20):
+class ChatUsage:
+    """The chat/completions usage chunk (`choices: []`), read and, when `strip` (ragtrim
+    asked for it, the client did not), removed: an `EventStream` rewriter
+    (proxy/response/events.py). Terminal chunks are held until the usage chunk, which
+    brings them their `system_fingerprint`."""
+
+    def __init__(self, strip: bool):
         self.strip = strip
         self.usage: dict[str, Any] | None = None
         self.bad = 0  # usage chunks whose counts were not integers
-        self._events = EventSplitter(max_event)
         self._held: list[bytes] = []  # terminal chunks awaiting the usage chunk
         self._fingerprint: Any = None  # the stripped usage chunk's system_fingerprint
 
-    def __call__(self, chunk: bytes) -> bytes:
-        if (
-            not self._events.pending
-            and not self._held
-            and chunk.endswith(b"\n\n")
-            and b'"usage"' not in chunk
-            and not (self.strip and _FINISHED.search(chunk))
-        ):
-            return chunk  # the common case: whole events, nothing to read
-        return b"".join(self._pass(e) for e in self._events.feed(chunk))
+    def wants(self, chunk: bytes) -> bool:
+        return (
+            bool(self._held) or b'"usage"' in chunk or bool(self.strip and _FINISHED.search(chunk))
+        )
 
     def flush(self) -> bytes:
         held, self._held = b"".join(self._held), []
-        return held + self._events.flush()
+        return held
 
-    def _pass(self, event: bytes) -> bytes:
+    def rewrite(self, event: bytes) -> bytes:
         """What to send now for one event: terminal chunks are held while a usage chunk
         may still bring their fingerprint."""
         if self._is_usage_event(event):
@@ -189,39 +186,22 @@ def responses_usage(usage: Any) -> dict[str, Any] | None:
     return sane_usage(chat)
 
 
-class ResponsesUsageTap:
-    """Reads usage from a Responses stream's final event (`response.completed`, or
-    `response.incomplete`: the whole response, usage in it) and relays every byte as it
-    came: ragtrim never asks for usage here, so there is nothing to strip.
-    `watchers` see each chunk too (the owner hook's id tap: one filter per stream). An
-    event too long to hold is not read (no usage), never an error to the client."""
+class ResponsesUsage:
+    """Usage from a Responses stream's final event (`response.completed`, or
+    `response.incomplete`: the whole response, usage in it): an `EventStream` observer
+    (proxy/response/events.py); ragtrim never asks for usage here, so nothing is
+    stripped. An event too long to hold is not read (no usage), never an error."""
 
     final = _FINAL  # what marks the event that carries the usage
 
-    def __init__(self, max_event: int = 4 << 20):
+    def __init__(self) -> None:
         self.usage: dict[str, Any] | None = None
         self.bad = 0
-        self.watchers: list[Callable[[bytes], bytes]] = []
-        self._events: EventSplitter | None = EventSplitter(max_event)
 
-    def __call__(self, chunk: bytes) -> bytes:
-        for watch in self.watchers:
-            watch(chunk)
-        events = self._events
-        if events is not None and (
-            events.pending or not chunk.endswith(b"\n\n") or any(m in chunk for m in self.final)
-        ):
-            try:
-                for event in events.feed(chunk):
-                    self._read(event)
-            except UpstreamTooLarge:
-                self._events = None
-        return chunk
+    def wants(self, chunk: bytes) -> bool:
+        return any(m in chunk for m in self.final)
 
-    def flush(self) -> bytes:
-        return b""  # every byte went out as it came
-
-    def _read(self, event: bytes) -> None:
+    def event(self, event: bytes) -> None:
         if not any(m in event for m in self.final):
             return
         try:
@@ -241,7 +221,7 @@ class ResponsesUsageTap:
         return responses_usage(raw)
 
 
-class MessagesUsageTap(ResponsesUsageTap):
+class MessagesUsage(ResponsesUsage):
     """The Messages API's: vLLM puts the whole usage on the last `message_delta` event
     (the `message_start` one has no output yet), in Anthropic's names."""
 

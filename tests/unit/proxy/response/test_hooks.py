@@ -8,11 +8,13 @@ import pytest
 from proxy.errors import UpstreamTimeout
 from proxy.metrics import Metrics
 from proxy.outcome.decision import Why, skip
+from proxy.response.events import EventStream
 from proxy.response.hooks import FeedbackHook, HeadersHook, TimingHook, UsageHook
 from proxy.response.relay import ClientDisconnected
-from proxy.response.usage_tap import UsageTap
+from proxy.response.usage_tap import ChatUsage
 from proxy.upstream.exchange import Exchange
 from tests.support.exchanges import URL, USAGE, ctx, exchange
+from tests.support.tapped import Tapped
 
 
 def count(metric, *labels) -> float:
@@ -24,7 +26,7 @@ def observed(histogram) -> list[float]:
 
 
 def test_usage_from_a_json_body_sets_the_cached_tokens_header():
-    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange()
+    hook, ex = UsageHook(Metrics(), False), exchange()
     body = json.dumps({"choices": [], "usage": USAGE}).encode()
     assert hook.body(ctx(), ex, [body[:20], body[20:]]) == [(b"x-ragtrim-cached-tokens", b"4")]
     assert ex.usage == USAGE
@@ -32,20 +34,20 @@ def test_usage_from_a_json_body_sets_the_cached_tokens_header():
 
 @pytest.mark.parametrize(("route", "status"), [("other", 200), ("chat", 429)])
 def test_no_usage_is_read_from_pass_through_or_error_answers(route, status):
-    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange(status)
+    hook, ex = UsageHook(Metrics(), False), exchange(status)
     assert hook.body(ctx(route=route), ex, [json.dumps({"usage": USAGE}).encode()]) == []
     assert ex.usage is None
 
 
 def test_bad_usage_in_a_json_body_is_counted_and_adds_no_header():
     metrics = Metrics()
-    hook, ex = UsageHook(metrics, 1 << 20, False), exchange()
+    hook, ex = UsageHook(metrics, False), exchange()
     assert hook.body(ctx(), ex, [b'{"usage": {"prompt_tokens": "lots"}}']) == []
     assert ex.usage is None and count(metrics.upstream_bad_usage, URL) == 1
 
 
 def test_the_stream_tap_strips_only_what_ragtrim_added_and_none_on_pass_through():
-    hook, ex = UsageHook(Metrics(), 1 << 20, False), exchange()
+    hook, ex = UsageHook(Metrics(), False), exchange()
     assert hook.stream(ctx(stream=True, usage_added=True), ex).strip is True
     assert hook.stream(ctx(stream=True), ex).strip is False
     assert hook.stream(ctx(route="other"), ex) is None
@@ -55,17 +57,17 @@ def test_the_stream_tap_strips_only_what_ragtrim_added_and_none_on_pass_through(
 def test_a_backend_that_forces_usage_keeps_the_usage_chunk(forced, kept):
     """vLLM's --enable-force-include-usage ORs with the request's include_usage: the
     chunk ragtrim asked for is one vLLM sends every client (issue 31)."""
-    hook, ex = UsageHook(Metrics(), 1 << 20, forced), exchange()
-    tap = hook.stream(ctx(stream=True, usage_added=True), ex)
+    hook, ex = UsageHook(Metrics(), forced), exchange()
+    tap = Tapped(hook.stream(ctx(stream=True, usage_added=True), ex))
     chunk = b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n"
     out = tap(chunk) + tap.flush()
     assert (b'"usage"' in out) is kept and tap.usage == USAGE
 
 
-def _tapped(usage) -> UsageTap:
-    tap = UsageTap(strip=True)
+def _tapped(usage) -> EventStream:
+    tap = Tapped(ChatUsage(strip=True))
     tap(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
-    return tap
+    return tap.stream
 
 
 @pytest.mark.parametrize(
@@ -76,7 +78,7 @@ def test_a_streams_usage_is_kept_when_it_ended_well_bad_usage_counted_on_backend
     error, kept, bad
 ):
     metrics = Metrics()
-    hook, good, broken = UsageHook(metrics, 1 << 20, False), exchange(), exchange()
+    hook, good, broken = UsageHook(metrics, False), exchange(), exchange()
     good.tap, broken.tap = _tapped(USAGE), _tapped({"prompt_tokens": -1})
     hook.done(ctx(stream=True), good, error)
     hook.done(ctx(stream=True), broken, error)

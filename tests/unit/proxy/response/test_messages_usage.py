@@ -7,9 +7,11 @@ import pytest
 
 from proxy.context import RequestContext
 from proxy.metrics import Metrics
+from proxy.response.events import EventStream
 from proxy.response.hooks import UsageHook
-from proxy.response.usage_tap import MessagesUsageTap, messages_usage
+from proxy.response.usage_tap import MessagesUsage, messages_usage
 from tests.support.exchanges import exchange
+from tests.support.tapped import Tapped
 
 USAGE = {"input_tokens": 56, "output_tokens": 7, "cache_read_input_tokens": 64}
 CHAT = {
@@ -51,16 +53,18 @@ def test_messages_usage_in_chats_names():
 
 @pytest.mark.parametrize("size", [1, 13, len(STREAM)])
 def test_the_tap_reads_the_last_delta_and_changes_no_byte(size):
-    tap = MessagesUsageTap()
+    tap = Tapped(MessagesUsage())
     out = b"".join(tap(STREAM[i : i + size]) for i in range(0, len(STREAM), size)) + tap.flush()
     assert out == STREAM and tap.usage == CHAT and tap.bad == 0
 
 
 def test_the_usage_hook_on_a_messages_stream_and_json_body():
-    hook = UsageHook(Metrics(), 1 << 20, False)
+    hook = UsageHook(Metrics(), False)
     ex = exchange()
-    ex.tap = hook.stream(ctx(), ex)
-    assert isinstance(ex.tap, MessagesUsageTap) and ex.tap(STREAM) == STREAM
+    found = hook.stream(ctx(), ex)
+    assert isinstance(found, MessagesUsage)
+    ex.tap = EventStream([found])
+    assert ex.tap(STREAM) == STREAM
     hook.done(ctx(), ex, None)
     assert ex.usage == CHAT
     ex = exchange()

@@ -8,10 +8,12 @@ import pytest
 from proxy.context import RequestContext
 from proxy.http.route_table import match
 from proxy.metrics import Metrics
+from proxy.response.events import EventStream
 from proxy.response.hooks import OwnerHook, UsageHook
-from proxy.response.ids import ResponseIdTap
-from proxy.response.usage_tap import ResponsesUsageTap, responses_usage
+from proxy.response.ids import ResponseIds
+from proxy.response.usage_tap import ResponsesUsage, responses_usage
 from tests.support.exchanges import URL, exchange
+from tests.support.tapped import Tapped
 
 USAGE = {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 64},
          "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
@@ -47,30 +49,31 @@ def test_responses_usage_in_chats_names():
 
 @pytest.mark.parametrize("size", [1, 7, 64, len(STREAM)])
 def test_the_tap_reads_usage_and_changes_no_byte_whatever_the_chunking(size):
-    tap = ResponsesUsageTap()
+    tap = Tapped(ResponsesUsage())
     out = b"".join(tap(STREAM[i : i + size]) for i in range(0, len(STREAM), size)) + tap.flush()
     assert out == STREAM
     assert tap.usage == CHAT and tap.bad == 0
 
 
 def test_an_incomplete_response_has_usage_and_bad_usage_is_counted():
-    tap = ResponsesUsageTap()
+    tap = Tapped(ResponsesUsage())
     tap(event("response.incomplete", {"response": {"usage": {**USAGE, "output_tokens": -1}}}))
     assert tap.usage is None and tap.bad == 1
 
 
 def test_an_event_too_long_to_hold_is_relayed_unread():
-    tap = ResponsesUsageTap(max_event=64)
+    tap = Tapped(ResponsesUsage(), 64)
     big = event("response.completed", {"response": {"output": "x" * 500, "usage": USAGE}})
     out = b"".join(tap(big[i : i + 50]) for i in range(0, len(big), 50))
     assert out == big and tap.usage is None
 
 
 def test_the_usage_hook_reads_a_responses_stream_and_a_json_body():
-    hook = UsageHook(Metrics(), 1 << 20, False)
+    hook = UsageHook(Metrics(), False)
     ex = exchange()
-    ex.tap = hook.stream(ctx(), ex)
-    assert isinstance(ex.tap, ResponsesUsageTap)
+    found = hook.stream(ctx(), ex)
+    assert isinstance(found, ResponsesUsage)
+    ex.tap = EventStream([found])
     assert ex.tap(STREAM) == STREAM
     hook.done(ctx(), ex, None)
     assert ex.usage == CHAT
@@ -90,13 +93,13 @@ class Owners:
         self.recorded.append((tenant, rid))
 
 
-def test_the_owner_hook_watches_through_the_usage_tap_one_filter_per_stream():
+def test_the_owner_and_usage_hooks_read_one_parse_of_the_stream_neither_wrapping():
     owners, c, ex = Owners(), ctx(), exchange()
     c.tenant = "t1"
-    ex.tap = UsageHook(Metrics(), 1 << 20, False).stream(c, ex)
-    usage_tap = ex.tap
-    ex.tap = OwnerHook(owners).stream(c, ex) or ex.tap
-    assert ex.tap is usage_tap and isinstance(usage_tap.watchers[0], ResponseIdTap)
-    assert ex.tap(STREAM) == STREAM
-    assert owners.recorded == [("t1", "resp_1")] and ex.tap.usage == CHAT
+    usage = UsageHook(Metrics(), False).stream(c, ex)
+    ids = OwnerHook(owners).stream(c, ex)
+    assert isinstance(usage, ResponsesUsage) and isinstance(ids, ResponseIds)
+    ex.tap = EventStream([usage, ids])
+    assert b"".join(ex.tap(STREAM[i : i + 9]) for i in range(0, len(STREAM), 9)) == STREAM
+    assert owners.recorded == [("t1", "resp_1")] and usage.usage == CHAT
     assert ex.url == URL

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from proxy.response.usage_tap import UsageTap, sane_usage, usage_from_chunks
+from proxy.response.usage_tap import ChatUsage, sane_usage, usage_from_chunks
+from tests.support.tapped import Tapped
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9,
          "prompt_tokens_details": {"cached_tokens": 4}}  # fmt: skip
@@ -58,14 +59,14 @@ def _stream(end: bytes, usage) -> bytes:
 
 @pytest.mark.parametrize("end", [b"\n\n", b"\r\n\r\n", b"\r\r"])
 def test_the_tap_reads_and_strips_usage_with_any_delimiter(end):
-    tap, stream = UsageTap(strip=True), _stream(end, USAGE)
+    tap, stream = Tapped(ChatUsage(strip=True)), _stream(end, USAGE)
     out = b"".join(tap(stream[i : i + 7]) for i in range(0, len(stream), 7)) + tap.flush()
     assert tap.usage == USAGE and b'"usage"' not in out
     assert out.count(b"data: ") == 2 and out.endswith(b"[DONE]" + end)
 
 
 def test_the_tap_counts_bad_usage_and_still_relays_the_stream():
-    tap, stream = UsageTap(strip=False), _stream(b"\r\n\r\n", {"prompt_tokens": "lots"})
+    tap, stream = Tapped(ChatUsage(strip=False)), _stream(b"\r\n\r\n", {"prompt_tokens": "lots"})
     out = tap(stream) + tap.flush()
     assert out == stream and tap.usage is None and tap.bad == 1
 
@@ -95,7 +96,7 @@ def test_a_stripped_usage_chunk_leaves_its_fingerprint_where_vllm_would_have(end
     client that did not ask for usage gets it on the terminal chunk, as from vLLM."""
     sent, expected = _vllm_stream(end, usage_fp)
     for size in (len(sent), 1, 7):
-        tap = UsageTap(strip=True)
+        tap = Tapped(ChatUsage(strip=True))
         out = b"".join(tap(sent[i : i + size]) for i in range(0, len(sent), size)) + tap.flush()
         events = [e for e in out.split(end) if e]
         want = [e for e in expected.split(end) if e]
@@ -105,16 +106,16 @@ def test_a_stripped_usage_chunk_leaves_its_fingerprint_where_vllm_would_have(end
 
 def test_the_fingerprint_is_left_alone_when_the_client_asked_for_usage():
     sent, _ = _vllm_stream(b"\n\n")
-    tap = UsageTap(strip=False)
+    tap = Tapped(ChatUsage(strip=False))
     assert tap(sent) + tap.flush() == sent
 
 
 def test_held_terminal_chunks_still_leave_when_no_usage_chunk_comes():
     _, plain = _vllm_stream(b"\n\n", usage_fp=False)
-    tap = UsageTap(strip=True)
+    tap = Tapped(ChatUsage(strip=True))
     assert tap(plain) + tap.flush() == plain
     cut = plain[: plain.index(b"data: [DONE]")]
-    tap = UsageTap(strip=True)
+    tap = Tapped(ChatUsage(strip=True))
     assert tap(cut) + tap.flush() == cut
 
 
@@ -142,6 +143,6 @@ def test_with_two_choices_every_terminal_chunk_gets_the_fingerprint():
         return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
     stream = sse([*sent, usage]) + b"data: [DONE]\n\n"
-    tap = UsageTap(strip=True)
+    tap = Tapped(ChatUsage(strip=True))
     out = b"".join(tap(e + b"\n\n") for e in stream.split(b"\n\n") if e) + tap.flush()
     assert [_decoded(e) for e in out.split(b"\n\n") if e] == [*want, b"[DONE]"]

@@ -8,9 +8,10 @@ import pytest
 
 from cache.store import MemoryStore
 from proxy.errors import NotFound
-from proxy.response.ids import WINDOW, ResponseIdTap, body_id
+from proxy.response.ids import WINDOW, ResponseIds, body_id
 from proxy.settings import TenancySettings
 from proxy.tenancy.owners import ResponseOwners
+from tests.support.tapped import Tapped
 
 TENANCY = TenancySettings(api_keys={"key-a": "acme", "key-b": "globex"},
                           salt_secret="owners-secret-16+", response_owners=2)  # fmt: skip
@@ -67,7 +68,7 @@ def test_the_id_of_a_json_body_first_or_anywhere_in_a_small_one():
 
 def test_the_stream_tap_finds_response_created_in_tiny_chunks_and_passes_bytes_on():
     found = []
-    tap = ResponseIdTap(found.append)
+    tap = Tapped(ResponseIds(found.append))
     text = 'said "response": {"id": "resp_fake"}'  # model text: escaped in the JSON
     event = {"response": {"id": "resp_7", "instructions": text}, "type": "response.created"}
     stream = b"data: " + json.dumps({"delta": text}).encode() + b"\n\n"
@@ -78,7 +79,7 @@ def test_the_stream_tap_finds_response_created_in_tiny_chunks_and_passes_bytes_o
 
 def test_the_stream_tap_looks_only_at_the_first_window():
     found = []
-    tap = ResponseIdTap(found.append)
+    tap = Tapped(ResponseIds(found.append))
     tap(b" " * WINDOW)
     tap(b'data: {"response": {"id": "resp_late"}}\n\n')
     assert found == []
