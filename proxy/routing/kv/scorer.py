@@ -30,11 +30,12 @@ without token ids (no local tokenizer, a pass-through route; reason "no_tokens")
 the rendezvous affinity score (proxy/routing/affinity.py) instead, the routing
 ragtrim had before the events.
 
-The token ids are computed before ranking (`prepare`, awaited by Router.prepare):
-in a worker thread when at least `thread_bytes` (kv_events.tokenize_thread_bytes) of
-text would be encoded, so a long conversation's template and BPE never hold the
-event loop (and with it every stream relaying and every subscriber); inline below,
-where the thread hop costs about what the tokenizing does. A prefix already cached
+The scorer's roles, one home each: the token ids before ranking
+(proxy/routing/kv/request_ids.py: `prepare`, awaited by Router.prepare, in a worker
+thread when at least `thread_bytes` of text would be encoded, so a long conversation's
+template and BPE never hold the event loop); each backend's share of the request (here);
+what the kv pickers read and the blocks' reuse (proxy/routing/kv/stakes.py); the score
+with its fallbacks and tie term (here). A prefix already cached
 (a static prefix or a conversation's last turn, proxy/routing/kv/prompt_prefixes.py)
 does not count: a 6k-token tenant context costs 0.2 ms then, and under load a thread
 hop waits for the GIL behind the loop (up to its 5 ms switch interval). Its chain
@@ -48,36 +49,27 @@ routing.scorers (e.g. `kv_cache:1,load:0.3`; kv_events.enabled requires it).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from proxy.backends.endpoint import Endpoint
 from proxy.context import RequestContext
 from proxy.routing.affinity import PrefixAffinity, hrw_weight, mix64
-from proxy.routing.kv.chain import block_hash, request_extras
+from proxy.routing.kv.chain import block_hash
 from proxy.routing.kv.chat_tokens import RequestTokens
 from proxy.routing.kv.index import KvIndex
-from proxy.routing.kv.picker import HELD, ROOM_WINDOW_S, Held
+from proxy.routing.kv.picker import HELD
 from proxy.routing.kv.prefix_chain import request_chain
-from proxy.routing.kv.reuse import Prices, Reuse, prices, sampled
+from proxy.routing.kv.request_ids import (
+    DEFAULT_BLOCK_SIZE,
+    cache_salt_extras,
+    prepare_ids,
+    request_ids,
+)
+from proxy.routing.kv.stakes import Share, Stakes
 from proxy.routing.router import Cycle
 
 TIE_WEIGHT = 0.002
-DEFAULT_BLOCK_SIZE = 16  # GPU vLLM's: a backend that stored nothing yet is taken to use it
 MAX_URLS = 4096  # URL weights kept for the tie term
-
-
-class Share(NamedTuple):
-    """One in-sync candidate's hold on the request: the leading-block share, the
-    request's hashes at the candidate's block size, the tokens held, the block size and
-    the leading blocks held."""
-
-    share: float
-    hashes: list[int]
-    tokens: int
-    size: int
-    leading: int
 
 
 class KvCacheScorer:
@@ -94,45 +86,22 @@ class KvCacheScorer:
         """`thread_bytes` comes from KvEventsSettings.tokenize_thread_bytes."""
         self.index, self.tokens, self.thread_bytes = index, tokens, thread_bytes
         self.affinity = PrefixAffinity()
-        self.reuse = Reuse()
+        self.stakes = Stakes()
         self._url_weights: dict[str, int] = {}
         self.on_fallback = on_fallback or (lambda reason: None)
 
     async def prepare(self, ctx: RequestContext) -> None:
-        """ctx.token_ids before ranking; [] when there are none (fail-open: counted
-        as "no_tokens" when scored, and routed by affinity)."""
-        if ctx.route not in ("chat", "completions"):
-            return
-        try:
-            pending = self.tokens.pending_bytes(ctx.route, ctx.body, ctx.model)
-            if pending >= self.thread_bytes:
-                ids = await asyncio.to_thread(self._ids, ctx)
-            else:
-                ids = self._ids(ctx)
-        except Exception:  # noqa: BLE001 - routing never fails for want of token ids
-            ids = None
-        ctx.token_ids = ids or []
-
-    def _ids(self, ctx: RequestContext) -> list[int] | None:
-        """The ids, and their chain at each block size the index knows (kept with the ids,
-        prefix_chain.TokenIds): in `prepare`'s thread for a big request, so ranking on
-        the loop hashes nothing new."""
-        ids = self.tokens.ids(ctx.route, ctx.body, ctx.model, wait=False)  # never loads here
-        if ids:
-            extras = _extras(ctx)
-            sizes = {st.block_size for st in list(self.index.backends.values()) if st.block_size}
-            for size in sizes or {DEFAULT_BLOCK_SIZE}:  # a backend that stored nothing yet
-                request_chain(ids, size, extras)
-        return ids
+        """ctx.token_ids before ranking (proxy/routing/kv/request_ids.py)."""
+        await prepare_ids(ctx, self.index, self.tokens, self.thread_bytes)
 
     def shares(self, ctx: RequestContext, endpoints: Sequence[Endpoint]) -> dict | None:
         """A Share per in-sync endpoint (None: no token ids); the others are left out."""
         if ctx.token_ids is None:
-            ctx.token_ids = self._ids(ctx) or []
+            ctx.token_ids = request_ids(ctx, self.index, self.tokens) or []
         ids = ctx.token_ids
         if not ids:
             return None
-        extras = _extras(ctx)
+        extras = cache_salt_extras(ctx)
         by_size: dict[int, list[int]] = {}
         out: dict[Endpoint, Share] = {}
         # No lock: reads are single dict lookups (proxy/routing/kv/index.py KvIndex).
@@ -153,43 +122,6 @@ class KvCacheScorer:
             out[ep] = Share(leading / len(hashes), hashes, held, size, leading)
         return out
 
-    def _stake(self, ctx: RequestContext, shares: dict[Endpoint, Share] | None) -> Held | None:
-        """What the picker reads: shares, tokens held, candidates with room, the
-        missing tokens priced by reuse."""
-        held = {ep: s.share for ep, s in (shares or {}).items()}
-        if not held or max(held.values()) <= 0:
-            return None
-        roomy = self.index.roomy([ep.url for ep in held], ROOM_WINDOW_S)
-        tokens = {ep: s.tokens for ep, s in shares.items()}
-        total = len(ctx.token_ids or ())
-        return Held(
-            held,
-            frozenset(ep for ep in held if ep.url in roomy),
-            tokens,
-            total,
-            self._priced(shares, total),
-        )
-
-    def _priced(self, shares: dict[Endpoint, Share], total: int) -> dict[Endpoint, float]:
-        """Each candidate's missing tokens, a block worth a second home at 1/its reuse
-        (proxy/routing/kv/reuse.py); a trailing partial block at full price."""
-        by_size: dict[int, Prices] = {}
-        out = {}
-        for ep, s in shares.items():
-            if s.size not in by_size:
-                by_size[s.size] = self._prices(s.size, shares)
-            missing = by_size[s.size].missing(s.leading)
-            out[ep] = min(total - s.tokens, missing + max(0, total - len(s.hashes) * s.size))
-        return out
-
-    def _prices(self, size: int, shares: dict[Endpoint, Share]) -> Prices:
-        same = [s for s in shares.values() if s.size == size]
-        return prices(self.reuse, same[0].hashes, [s.leading for s in same], size, len(shares))
-
-    def _learn(self, shares: dict[Endpoint, Share] | None) -> None:
-        for s in {s.size: s for s in (shares or {}).values()}.values():
-            self.reuse.learn(sampled(s.hashes))
-
     def _tie(self, block: int, url: str) -> float:
         """`url`'s rendezvous weight in [0, 1) for the request's last block, the same in
         every ragtrim process; the URL's part is hashed once."""
@@ -205,10 +137,10 @@ class KvCacheScorer:
     ) -> dict[Endpoint, float]:
         shares = self.shares(ctx, endpoints)
         if cycle is not None:  # for the kv pickers
-            stake = self._stake(ctx, shares)
+            stake = self.stakes.stake(ctx, shares, self.index)
             if stake is not None:
                 cycle.write(HELD, stake)
-        self._learn(shares)
+        self.stakes.learn(shares)
         if shares is None:
             self.on_fallback("no_tokens")
             return self.affinity.score(ctx, endpoints)
@@ -226,8 +158,3 @@ class KvCacheScorer:
             fallback = self.affinity.score(ctx, endpoints)
             scores.update({ep: fallback[ep] for ep in stale})
         return scores
-
-
-def _extras(ctx: RequestContext) -> list:
-    salt = ctx.body.get("cache_salt")
-    return request_extras(salt if isinstance(salt, str) else None)
