@@ -101,7 +101,7 @@ def settings_reference() -> str:
         "|---|---|",
     ]
     lines += [f"| `{old}` | `{new}` |" for old, new in RENAMED.items()]
-    lines += [f"| `{old}` | {why} (issue {n}) |" for old, (n, why) in REPLACED.items()]
+    lines += [f"| `{old}` | {why} |" for old, why in REPLACED.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -165,7 +165,7 @@ def make_operations(settings: Settings, metrics: Metrics, identity: EdgeIdentity
     """The operators' parts (docs/decisions/0042-telemetry-operations.md); each is None
     when its settings turn it off."""
     limiter = tenancy.limiter
-    settles = limiter is not None and settings.quotas.charge == "computed"
+    settles = limiter is not None and settings.tenancy.quotas.charge == "computed"
     return Operations(
         metrics,
         tracing=build_tracing(settings.tracing, settings.telemetry),

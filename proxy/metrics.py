@@ -248,7 +248,7 @@ class Metrics:
         )  # fmt: skip
         self.quota_fail_open = Counter(
             "ragtrim_quota_fail_open", "Requests admitted unchecked: the shared store was down "
-            "(quotas.redis_down=open)", registry=r,
+            "(tenancy.quotas.redis_down=open)", registry=r,
         )  # fmt: skip
 
     def watch_pool(self, pool) -> None:

@@ -137,8 +137,6 @@ class Settings(BaseSettings):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     access_log: AccessLogSettings = Field(default_factory=AccessLogSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
-    accounting: AccountingSettings = Field(default_factory=AccountingSettings)
-    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Log level."
     )

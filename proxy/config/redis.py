@@ -2,7 +2,7 @@
 budgets: the cache's calls sit on every request's path and fall back to the in-process
 store (cache/outage.py); the quota script and the accounting ledger have their own
 connections and longer budgets (proxy/tenancy/rate_limits.py, proxy/tenancy/accounting.py).
-What quotas do while Redis is down is a quota policy: quotas.redis_down."""
+What quotas do while Redis is down is a quota policy: tenancy.quotas.redis_down."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class RedisSettings(Section):
         0.25,
         gt=0,
         description="Seconds the quota script may take on Redis (its own connections, apart "
-        "from the cache's); slower counts as Redis down (quotas.redis_down).",
+        "from the cache's); slower counts as Redis down (tenancy.quotas.redis_down).",
     )
     accounting_timeout_s: float = Field(
         1.0,

@@ -11,8 +11,8 @@ Removed: shorthands that rewrote other settings (two ways to say one thing). Ren
 every duration ends in `_s` or `_ms`; Redis has one group; each routing plugin's
 parameters sit beside its name; the per-worker cap is `admission` (not `limits`, beside
 the unrelated `compression.limits`); the per-backend cap is the filter `room` with its
-parameter. `REPLACED` pairs each removed setting with the number of the issue that
-removed it, which the refusal quotes. Why: docs/decisions/0025-settings-and-component-layout.md.
+parameter; the tenancy policy's quotas and accounting sit under `tenancy`.
+Why: docs/decisions/0025-settings-and-component-layout.md.
 """
 
 from __future__ import annotations
@@ -45,8 +45,18 @@ _DURATIONS = {
         f"routing.kv_events.{k}": f"routing.kv_events.{k}_s" for k in ("replay_timeout", "interval")
     },
 }
+_TENANCY_POLICY = {  # the tenancy policy's settings sit under tenancy (proxy/tenancy/policy.py)
+    **{f"{group}.{k}": f"tenancy.{group}.{k}" for group, keys in (
+        ("quotas", ("requests_per_minute", "tokens_per_minute", "tenants", "window_s",
+                    "redis_down", "charge")),
+        ("accounting", ("enabled", "price_per_1k_prompt_tokens", "currency", "admin_key")),
+    ) for k in keys},
+    "quotas": "tenancy.quotas",
+    "accounting": "tenancy.accounting",
+}  # fmt: skip
 RENAMED: dict[str, str] = {
     **_DURATIONS,
+    **_TENANCY_POLICY,
     "redis_url": "redis.url",
     "store.redis_timeout_s": "redis.timeout_s",
     "quotas.redis_timeout_s": "redis.quota_timeout_s",
@@ -57,14 +67,13 @@ RENAMED: dict[str, str] = {
     "routing.kv_events.spill_floor": "routing.picker.spill_floor",
     "routing.kv_events.queue_tokens": "routing.picker.queue_tokens",
 }
-REPLACED: dict[str, tuple[str, str]] = {
-    "routing.policy": ("21", _SCORERS),
-    "routing.affinity_weight": ("21", _SCORERS),
-    "routing.load_weight": ("21", _SCORERS),
+REPLACED: dict[str, str] = {
+    "routing.policy": _SCORERS,
+    "routing.affinity_weight": _SCORERS,
+    "routing.load_weight": _SCORERS,
     "limits.max_in_flight_per_backend": (
-        "32",
         "name the filter room with its cap in routing.filters (RAGTRIM_ROUTING__FILTERS, "
-        "--routing-filters), e.g. healthy,serves_model,room:8; it no longer appends itself",
+        "--routing-filters), e.g. healthy,serves_model,room:8; it no longer appends itself"
     ),
 }
 REMOVED_VALUES: dict[tuple[str, str], str] = {
@@ -84,9 +93,8 @@ def flag_name(path: str) -> str:
 def _why(path: str) -> str:
     if path in RENAMED:
         new = RENAMED[path]
-        return f"was renamed in issue 32: set {new} ({env_name(new)}, {flag_name(new)})"
-    issue, instead = REPLACED[path]
-    return f"was removed in issue {issue}: {instead}"
+        return f"was renamed: set {new} ({env_name(new)}, {flag_name(new)})"
+    return f"was removed: {REPLACED[path]}"
 
 
 def _lookup(data: Mapping[str, Any], path: str) -> tuple[bool, Any]:
@@ -105,7 +113,7 @@ def _found(data: Mapping[str, Any], environ: Mapping[str, str]) -> Iterator[str]
     for (path, value), instead in REMOVED_VALUES.items():
         here, seen = _lookup(data, path)
         if (here and seen == value) or environ.get(env_name(path)) == value:
-            yield f"{path}={value} ({env_name(path)}) was removed in issue 21: {instead}"
+            yield f"{path}={value} ({env_name(path)}) was removed: {instead}"
 
 
 def reject_removed(data: Any, environ: Mapping[str, str] | None = None) -> Any:

@@ -89,8 +89,8 @@ class PickerSettings(Section):
         set beside it (RAGTRIM_ROUTING__PICKER=x beats RAGTRIM_ROUTING__PICKER__EPSILON)."""
         if isinstance(value, str):
             raise ValueError(
-                f"routing.picker={value} (RAGTRIM_ROUTING__PICKER) was renamed in "
-                f"issue 32: set routing.picker.name={value} "
+                f"routing.picker={value} (RAGTRIM_ROUTING__PICKER) was renamed: "
+                f"set routing.picker.name={value} "
                 "(RAGTRIM_ROUTING__PICKER__NAME, --routing-picker-name)"
             )
         return value

@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from cache.lru import MEMORY_BYTES
 from cache.prefixes import HOT_KEEP, PREFIX_TTL_S
+from proxy.config.operations import AccountingSettings, QuotaSettings
 from proxy.config.section import Section
 
 MIN_SALT_SECRET = 16
@@ -51,6 +52,8 @@ class TenancySettings(Section):
         gt=0,
         description="Seconds a response id's tenant is kept in Redis (the shared record).",
     )
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
+    accounting: AccountingSettings = Field(default_factory=AccountingSettings)
 
     @model_validator(mode="after")
     def _secret_with_keys(self) -> TenancySettings:

@@ -1,4 +1,4 @@
-"""`QuotaSettleHook`: with `quotas.charge=computed`, an answered request's tokens in its
+"""`QuotaSettleHook`: with `tenancy.quotas.charge=computed`, an answered request's tokens in its
 tenant's window become what vLLM computed (its prompt less the tokens it served from
 its prefix cache), so a cache hit and a compressed document cost what they cost the
 engine. Admission cannot know that (proxy/stages/quota.py counts the prompt that goes

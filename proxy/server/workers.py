@@ -104,7 +104,7 @@ def unshared(settings: Settings) -> list[str]:
     if settings.workers <= 1 or settings.redis.url:
         return []
     out = []
-    if settings.quotas.active:
+    if settings.tenancy.quotas.active:
         out.append("quotas (each worker would admit a tenant's whole limit)")
     if settings.tenancy.api_keys:
         out.append("response owners (a worker that did not see a response would 404 its owner)")

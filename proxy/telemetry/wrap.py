@@ -6,7 +6,7 @@ Why: docs/decisions/0042-telemetry-operations.md.
 proxy/components.py builds one `Operations` (`make_operations`) and lets it wrap the
 parts it observes: the transport and the router (spans, only with tracing on), the
 answer hook (what a finished generation taught, for the request's record) with the
-quota's settlement after it (quotas.charge=computed), and the
+quota's settlement after it (tenancy.quotas.charge=computed), and the
 data plane (the telemetry middleware, left out when tracing, the access log and
 accounting are all off).
 """
@@ -36,7 +36,7 @@ class Operations:
     tracing: Tracing | None = None
     access_log: AccessLog | None = None
     accounting: Accounting | None = None
-    settle: QuotaSettleHook | None = None  # quotas.charge=computed
+    settle: QuotaSettleHook | None = None  # tenancy.quotas.charge=computed
     vouches: Callable[[Scope], bool] | None = None  # may a client steer its trace
 
     @property

@@ -10,7 +10,7 @@ The tenant's `salt` is an HMAC of its name keyed by `tenancy.salt_secret` (setti
 require 16+ characters whenever keys are set): written over the client's `cache_salt`,
 it keeps one tenant from probing another's prefix cache (vLLM CVE-2025-46570: hits are
 measurable from 8 tokens). Without a tenant name there is no salt and the client's
-passes. `admin` is the accounting admin key (`accounting.admin_key`), which sees every
+passes. `admin` is the accounting admin key (`tenancy.accounting.admin_key`), which sees every
 tenant's usage report.
 
 proxy/http/principal.py resolves a request once, at the edge, and keeps the Principal in

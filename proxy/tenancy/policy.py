@@ -26,8 +26,8 @@ from proxy.tenancy.rate_limits import RateLimiter
 class Tenancy:
     identity: Identity
     owners: ResponseOwners
-    limiter: RateLimiter | None = None  # None: no limit configured (quotas.*)
-    accounting: Accounting | None = None  # None: accounting.enabled false
+    limiter: RateLimiter | None = None  # None: no limit configured (tenancy.quotas.*)
+    accounting: Accounting | None = None  # None: tenancy.accounting.enabled false
 
     async def aclose(self) -> None:
         if self.limiter is not None:
@@ -37,17 +37,17 @@ class Tenancy:
 
 
 def make_tenancy(settings: Settings, store: KVStore, metrics: Metrics) -> Tenancy:
-    q = settings.quotas
+    q = settings.tenancy.quotas
     limiter = None
     if q.active:
         own = own_store(settings, store, metrics, settings.redis.quota_timeout_s)
         limiter = RateLimiter(own, q, metrics, shared=isinstance(store, RedisStore),
                               owns_store=own is not store)  # fmt: skip
     return Tenancy(
-        Identity(settings.tenancy, settings.accounting.admin_key),
+        Identity(settings.tenancy, settings.tenancy.accounting.admin_key),
         ResponseOwners(settings.tenancy, store),
         limiter,
-        make_accounting(settings, store, metrics) if settings.accounting.enabled else None,
+        make_accounting(settings, store, metrics) if settings.tenancy.accounting.enabled else None,
     )
 
 
@@ -62,5 +62,5 @@ def own_store(settings: Settings, store: KVStore, metrics: Metrics, timeout: flo
 
 def make_accounting(settings: Settings, store: KVStore, metrics: Metrics) -> Accounting:
     ledger = own_store(settings, store, metrics, settings.redis.accounting_timeout_s)
-    return Accounting(ledger, settings.accounting, settings.tenancy, metrics,
+    return Accounting(ledger, settings.tenancy.accounting, settings.tenancy, metrics,
                       owns_store=ledger is not store)  # fmt: skip

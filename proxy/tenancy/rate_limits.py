@@ -1,6 +1,6 @@
 """Per-tenant limits shared by every replica: requests and prompt tokens per window.
 
-The window is FIXED, `quotas.window_s` long (60 s: per minute), aligned to the Redis
+The window is FIXED, `tenancy.quotas.window_s` long (60 s: per minute), aligned to the Redis
 server's clock (`TIME` inside the script), so replicas with skewed clocks still agree
 on which window a request falls in. One Lua script per request reads the window's two
 counts, admits the request only if both stay within the limits after adding it, and
@@ -24,7 +24,7 @@ already out costs no segmentation or compression; after compression the whole re
 is counted (compression buys quota).
 
 Redis down (or no Redis at all): the store calls `local`. Without a shared store, and
-with `quotas.redis_down=local`, each replica enforces the same limits alone (a fleet
+with `tenancy.quotas.redis_down=local`, each replica enforces the same limits alone (a fleet
 of N then admits up to N× the limit); with `open` (the default) the request is
 admitted unchecked and counted (ragtrim_quota_fail_open). Without Redis the window is
 the process's own, so `--workers N` would admit N× the limit: ragtrim refuses to start
@@ -71,7 +71,7 @@ end
 return {ok and 1 or 0, reqs, toks, start + window - now, start}
 """
 
-# quotas.charge=computed: the window's tokens move by ARGV[2] (what the engine computed
+# tenancy.quotas.charge=computed: the window's tokens move by ARGV[2] (what the engine computed
 # less what was admitted), never below 0; a window that turned meanwhile is left alone
 SETTLE_LUA = """
 local key = KEYS[1] .. ':' .. ARGV[1]
@@ -207,7 +207,7 @@ class RateLimiter:
         return Verdict.of(counts, rpm, tpm, asked, tokens if commit else 0)
 
     async def settle(self, tenant: str, verdict: Verdict, computed: int) -> None:
-        """quotas.charge=computed: the admitted request's tokens become what the engine
+        """tenancy.quotas.charge=computed: the admitted request's tokens become what the engine
         computed (its cached tokens and what compression removed cost nothing), in the
         window it was admitted in. Fails open like admission (nothing is settled)."""
         delta = computed - verdict.charged

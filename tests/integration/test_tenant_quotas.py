@@ -57,8 +57,9 @@ def tenants() -> dict[str, str]:
 def three(tenants):
     settings = {"redis": {"url": REDIS, "quota_timeout_s": 1.0},  # a loaded CI machine
                 "compression": {"enabled": False},
-                "tenancy": {"api_keys": tenants, "salt_secret": "replicas-share-this-secret"},
-                "quotas": {"requests_per_minute": LIMIT, "window_s": WINDOW_S}}  # fmt: skip
+                "tenancy": {"api_keys": tenants, "salt_secret": "replicas-share-this-secret",
+                            "quotas": {"requests_per_minute": LIMIT,
+                                       "window_s": WINDOW_S}}}  # fmt: skip
     with serving(StubVllm()) as stub:
         replicas = [Replica(replica_env(stub.url, settings), f"quota-{i}") for i in range(3)]
         try:
@@ -144,9 +145,11 @@ def _settled_reports(proxies, key: str, requests: int, wait_s: float = 5.0) -> l
 def test_usage_totals_equal_the_headers_summed_across_two_replicas(ragtrim, tenants):
     key_a, key_b, _, _ = tenants
     body = rag_body()
-    settings = {"redis": {"url": REDIS}, "tenancy": {"api_keys": tenants, "salt_secret": "s" * 20},
-                "compression": {"policy": "always", "min_context_tokens": 0, "rate": 0.5},
-                "accounting": {"price_per_1k_prompt_tokens": 0.5}}  # fmt: skip
+    settings = {"redis": {"url": REDIS},
+                "tenancy": {"api_keys": tenants, "salt_secret": "s" * 20,
+                            "accounting": {"price_per_1k_prompt_tokens": 0.5}},
+                "compression": {"policy": "always", "min_context_tokens": 0,
+                                "rate": 0.5}}  # fmt: skip
     with serving(StubVllm()) as stub:
         a, b = ragtrim([stub.url], **settings), ragtrim([stub.url], **settings)
         for proxy in (a, b):

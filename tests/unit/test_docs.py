@@ -461,16 +461,18 @@ def test_the_path_check_sees_paths():
 
 def test_the_setting_check_sees_wrong_settings():
     text = (
-        "Set `compression.stable.enabeld` or `RAGTRIM_QUOTAS__CHARGED=sent`.\n"
-        "Set `quotas.charge=computed`, `RAGTRIM_QUOTAS__CHARGE`, `kv_events.port`,\n"
-        "`quotas.tenants.acme.tokens_per_minute`, `requests.*` and `ragtrim.documents`.\n"
-        "Then `timeouts.connect` and `kv_events.prot`. `timeouts.connect` was renamed.\n"
+        "Set `compression.stable.enabeld` or `RAGTRIM_TENANCY__QUOTAS__CHARGED=sent`.\n"
+        "Set `tenancy.quotas.charge=computed`, `RAGTRIM_TENANCY__QUOTAS__CHARGE`,\n"
+        "`tenancy.quotas.tenants.acme.tokens_per_minute`, `requests.*`, `kv_events.port`\n"
+        "and `ragtrim.documents`. Then `timeouts.connect` and `kv_events.prot`; and\n"
+        "`quotas.charge`. `timeouts.connect` was renamed.\n"
     )
     assert setting_errors(text) == [
         (1, "`compression.stable.enabeld` is no setting"),
-        (1, "`RAGTRIM_QUOTAS__CHARGED`: `quotas.charged` is no setting"),
+        (1, "`RAGTRIM_TENANCY__QUOTAS__CHARGED`: `tenancy.quotas.charged` is no setting"),
         (4, "`timeouts.connect` was renamed to timeouts.connect_s"),
         (4, "`kv_events.prot` is no setting"),
+        (5, "`quotas.charge` was renamed to tenancy.quotas.charge"),
     ]
 
 

@@ -26,14 +26,16 @@ from pydantic import BaseModel
 from proxy.settings import Settings
 
 ROOTS = ("proxy.components", "proxy.compression.parts", "proxy.routing.registry",
-         "proxy.integrations.langchain.runtime")  # fmt: skip
+         "proxy.integrations.langchain.runtime", "proxy.tenancy.policy",
+         "proxy.backends.parts")  # fmt: skip
 
 
 def namespace() -> dict[str, object]:
     """The names the roots read settings through, bound to `Settings()`."""
     s = Settings()
     parts = SimpleNamespace(settings=s.routing, panic=s.health.panic)  # registry.Parts
-    return {"settings": s, "c": s.compression, "q": s.quotas, "a": s.accounting, "p": parts}
+    q, a = s.tenancy.quotas, s.tenancy.accounting
+    return {"settings": s, "c": s.compression, "q": q, "a": a, "p": parts}
 
 
 def settings_attribute(node: ast.expr) -> ast.Attribute | None:

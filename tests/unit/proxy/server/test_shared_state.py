@@ -26,8 +26,8 @@ def settings(**opts) -> Settings:
 
 @pytest.mark.parametrize(
     ("opts", "named"),
-    [({"tenancy": TENANCY}, ["response owners"]), ({"quotas": QUOTAS}, ["quotas"]),
-     ({"tenancy": TENANCY, "quotas": QUOTAS}, ["quotas", "response owners"])],
+    [({"tenancy": TENANCY}, ["response owners"]), ({"tenancy": {"quotas": QUOTAS}}, ["quotas"]),
+     ({"tenancy": {**TENANCY, "quotas": QUOTAS}}, ["quotas", "response owners"])],
 )  # fmt: skip
 def test_workers_without_redis_are_refused_with_quotas_or_tenancy(opts, named, caplog):
     supervisor = Supervisor(settings(**opts))
@@ -38,7 +38,7 @@ def test_workers_without_redis_are_refused_with_quotas_or_tenancy(opts, named, c
 
 
 def test_with_redis_or_one_worker_nothing_is_refused():
-    both = {"tenancy": TENANCY, "quotas": QUOTAS}
+    both = {"tenancy": {**TENANCY, "quotas": QUOTAS}}
     assert unshared(settings(redis={"url": "redis://127.0.0.1:6379/0"}, **both)) == []
     assert unshared(Settings(workers=1, **both)) == []
     assert unshared(settings()) == []  # no tenancy, no quotas: per worker is only slower

@@ -172,7 +172,9 @@ def keyed_routes() -> list[tuple[str, str]]:
                                    ("Bearer key-a", "Bearer key-a")])  # fmt: skip
 def test_a_duplicated_authorization_header_is_refused_on_every_keyed_route(recording, make_proxy,
                                                                             order):  # fmt: skip
-    proxy = make_proxy([recording.url], tenancy=TENANCY, accounting={"admin_key": "key-admin"})
+    proxy = make_proxy(
+        [recording.url], tenancy={**TENANCY, "accounting": {"admin_key": "key-admin"}}
+    )
     rid = create_response(proxy, ACME)
     recording.backend.seen.clear()
     twice = [("authorization", order[0]), ("authorization", order[1])]

@@ -23,7 +23,7 @@ def chat(proxy, headers, body=None) -> httpx.Response:
 
 
 def test_tenant_over_its_limit_gets_openai_429_and_others_are_untouched(stub, make_proxy):
-    proxy = make_proxy([stub.url], tenancy=TENANCY, quotas={"requests_per_minute": 2})
+    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2}})
     first, second, third = (chat(proxy, ACME) for _ in range(3))
     assert [r.status_code for r in (first, second)] == [200, 200]
     assert first.headers["x-ratelimit-limit-requests"] == "2"
@@ -41,8 +41,10 @@ def test_tenant_over_its_limit_gets_openai_429_and_others_are_untouched(stub, ma
 
 def test_tokens_are_counted_after_compression(stub, make_proxy):
     quotas = {"tokens_per_minute": 100_000}
-    plain = make_proxy([stub.url], tenancy=TENANCY, quotas=quotas, compression={"enabled": False})
-    trimmed = make_proxy([stub.url], tenancy=TENANCY, quotas=quotas, compression=ALWAYS,
+    plain = make_proxy(
+        [stub.url], tenancy={**TENANCY, "quotas": quotas}, compression={"enabled": False}
+    )
+    trimmed = make_proxy([stub.url], tenancy={**TENANCY, "quotas": quotas}, compression=ALWAYS,
                          compressor=HalfWords())  # fmt: skip
     charged = []
     for proxy in (plain, trimmed):
@@ -59,7 +61,9 @@ def test_computed_charge_counts_what_the_engine_prefilled(stub, make_proxy):
     """quotas.charge=computed: once answered, a request weighs what vLLM computed (the
     stub reports 5 prompt tokens, none cached), not the estimate admission counted."""
     quotas = {"tokens_per_minute": 100_000, "charge": "computed"}
-    proxy = make_proxy([stub.url], tenancy=TENANCY, quotas=quotas, compression={"enabled": False})
+    proxy = make_proxy(
+        [stub.url], tenancy={**TENANCY, "quotas": quotas}, compression={"enabled": False}
+    )
     first = chat(proxy, ACME, rag_body())
     admitted = 100_000 - int(first.headers["x-ratelimit-remaining-tokens"])
     assert admitted > 5
@@ -76,8 +80,8 @@ def test_computed_charge_counts_what_the_engine_prefilled(stub, make_proxy):
 def test_usage_endpoint_a_tenant_sees_its_own_the_admin_key_all(stub, make_proxy):
     accounting = {"price_per_1k_prompt_tokens": 2.0, "admin_key": "admin-key-123"}
     labelled = {**TENANCY, "metrics_tenant_labels": True}  # /metrics names tenants: asked for
-    proxy = make_proxy([stub.url], tenancy=labelled, accounting=accounting, compression=ALWAYS,
-                       compressor=HalfWords())  # fmt: skip
+    proxy = make_proxy([stub.url], tenancy={**labelled, "accounting": accounting},
+                       compression=ALWAYS, compressor=HalfWords())  # fmt: skip
     answers = [chat(proxy, ACME, rag_body()) for _ in range(3)] + [chat(proxy, GLOBEX)]
     assert all(r.status_code == 200 for r in answers)
     url = f"{proxy.url}/v1/ragtrim/usage"
