@@ -81,7 +81,8 @@ def _post(proxy, route: str, body: dict) -> httpx.Response:
 
 def test_every_prompt_form_is_refused_at_the_limit_before_any_work(stub, make_proxy, counted):
     compressor = HalfWords()
-    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": {"tokens_per_minute": 50_000}},
+    quotas = {"tokens_per_minute": 50_000, "window_s": 3600}  # no window turns mid-test
+    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": quotas},
                        compression=ALWAYS, compressor=compressor)  # fmt: skip
     warm = compressor.calls  # its start-up measurement
     first = _post(proxy, "chat", _rag())  # a normal RAG request: segmented and compressed
@@ -99,7 +100,8 @@ def test_every_prompt_form_is_refused_at_the_limit_before_any_work(stub, make_pr
 
 def test_a_tenant_already_out_costs_no_segmentation_or_compression(stub, make_proxy, counted):
     compressor = HalfWords()
-    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 1}},
+    quotas = {"requests_per_minute": 1, "window_s": 3600}  # no window turns mid-test
+    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": quotas},
                        compression=ALWAYS, compressor=compressor)  # fmt: skip
     assert _post(proxy, "chat", _rag()).status_code == 200
     work = (counted["segment"], compressor.calls)

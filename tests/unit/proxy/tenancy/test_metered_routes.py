@@ -72,8 +72,11 @@ def test_the_generation_routes_of_the_issue_are_metered():
 
 @pytest.mark.parametrize("path", METERED)
 def test_over_quota_is_a_429_and_what_was_answered_is_counted(backend, make_proxy, path):
-    proxy = make_proxy([backend.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2},
-                                "accounting": {"admin_key": "admin-key-44"}})  # fmt: skip
+    quotas = {"requests_per_minute": 2, "window_s": 3600}  # no window turns mid-test
+    proxy = make_proxy(
+        [backend.url],
+        tenancy={**TENANCY, "quotas": quotas, "accounting": {"admin_key": "admin-key-44"}},
+    )
     first, second, third = (post(proxy, path, ACME) for _ in range(3))
     assert [first.status_code, second.status_code] == [200, 200], first.text
     assert second.headers["x-ratelimit-remaining-requests"] == "0"
@@ -90,8 +93,11 @@ def test_over_quota_is_a_429_and_what_was_answered_is_counted(backend, make_prox
 
 def test_a_batch_counts_one_request_per_conversation(backend, make_proxy):
     batch = "/v1/chat/completions/batch"
-    proxy = make_proxy([backend.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 4},
-                                "accounting": {"admin_key": "admin-key-44"}})  # fmt: skip
+    quotas = {"requests_per_minute": 4, "window_s": 3600}  # no window turns mid-test
+    proxy = make_proxy(
+        [backend.url],
+        tenancy={**TENANCY, "quotas": quotas, "accounting": {"admin_key": "admin-key-44"}},
+    )
     three = post(proxy, batch, ACME, conversations=3)
     assert three.status_code == 200 and three.headers["x-ratelimit-remaining-requests"] == "1"
     refused = post(proxy, batch, ACME, conversations=2)  # 3 + 2 > 4: all or nothing

@@ -18,7 +18,9 @@ def traffic(proxy) -> str:
 
 
 def test_with_tenancy_metrics_name_no_tenant_by_default(stub, make_proxy):
-    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2}})
+    proxy = make_proxy(
+        [stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2, "window_s": 3600}}
+    )
     text = traffic(proxy)
     assert "acme" not in text and "globex" not in text
     assert 'ragtrim_tenant_requests_total{tenant="all"}' in text
@@ -30,7 +32,9 @@ def test_with_tenancy_metrics_name_no_tenant_by_default(stub, make_proxy):
 def test_the_setting_brings_the_labels_back(stub, make_proxy):
     labelled = {**TENANCY, "metrics_tenant_labels": True}
     text = traffic(
-        make_proxy([stub.url], tenancy={**labelled, "quotas": {"requests_per_minute": 2}})
+        make_proxy(
+            [stub.url], tenancy={**labelled, "quotas": {"requests_per_minute": 2, "window_s": 3600}}
+        )
     )
     assert 'ragtrim_quota_refusals_total{limit="requests",tenant="acme"}' in text
     assert 'ragtrim_tenant_requests_total{tenant="globex"}' in text

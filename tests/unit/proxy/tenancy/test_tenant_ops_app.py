@@ -23,7 +23,9 @@ def chat(proxy, headers, body=None) -> httpx.Response:
 
 
 def test_tenant_over_its_limit_gets_openai_429_and_others_are_untouched(stub, make_proxy):
-    proxy = make_proxy([stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2}})
+    proxy = make_proxy(
+        [stub.url], tenancy={**TENANCY, "quotas": {"requests_per_minute": 2, "window_s": 3600}}
+    )
     first, second, third = (chat(proxy, ACME) for _ in range(3))
     assert [r.status_code for r in (first, second)] == [200, 200]
     assert first.headers["x-ratelimit-limit-requests"] == "2"
@@ -40,7 +42,7 @@ def test_tenant_over_its_limit_gets_openai_429_and_others_are_untouched(stub, ma
 
 
 def test_tokens_are_counted_after_compression(stub, make_proxy):
-    quotas = {"tokens_per_minute": 100_000}
+    quotas = {"tokens_per_minute": 100_000, "window_s": 3600}
     plain = make_proxy(
         [stub.url], tenancy={**TENANCY, "quotas": quotas}, compression={"enabled": False}
     )
@@ -60,7 +62,7 @@ def test_tokens_are_counted_after_compression(stub, make_proxy):
 def test_computed_charge_counts_what_the_engine_prefilled(stub, make_proxy):
     """quotas.charge=computed: once answered, a request weighs what vLLM computed (the
     stub reports 5 prompt tokens, none cached), not the estimate admission counted."""
-    quotas = {"tokens_per_minute": 100_000, "charge": "computed"}
+    quotas = {"tokens_per_minute": 100_000, "charge": "computed", "window_s": 3600}
     proxy = make_proxy(
         [stub.url], tenancy={**TENANCY, "quotas": quotas}, compression={"enabled": False}
     )
