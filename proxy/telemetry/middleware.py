@@ -30,7 +30,6 @@ from proxy.telemetry.accesslog import AccessLog
 from proxy.telemetry.record import RequestRecord
 from proxy.telemetry.tracing import Tracing
 from proxy.tenancy.accounting import Accounting
-from proxy.tenancy.ledger import entry_of
 
 log = logging.getLogger("ragtrim.telemetry")
 UNTRACED = frozenset({"/healthz", "/readyz", "/metrics"})  # probes and scrapes: no trace
@@ -106,9 +105,7 @@ class TelemetryMiddleware:
         assert record.ctx is not None
         try:
             ctx = record.ctx
-            await self.accounting.record(
-                ctx.tenant, entry_of(ctx.outcome, ctx.requests), ctx.model or ""
-            )
+            await self.accounting.record(ctx.tenant, record.ledger, ctx.model or "")
         except Exception as exc:  # noqa: BLE001 - accounting fails open, counted
             log.warning("accounting failed open: %s", type(exc).__name__)
             self.metrics.stage_failures.labels("accounting").inc()
@@ -126,7 +123,7 @@ def _described(record: RequestRecord) -> dict[str, object]:
     if record.backend:
         out["ragtrim.backend"] = record.backend
     if record.answered:
-        out |= usage_attributes(entry_of(ctx.outcome, ctx.requests))
+        out |= usage_attributes(record.ledger)
     return out
 
 

@@ -13,12 +13,14 @@ span and accounting. Everything travels in objects handed along, nothing from af
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from proxy.context import SCOPE_KEY, RequestContext
 from proxy.outcome.request import Answer, Usage
 from proxy.response.hooks import taught
 from proxy.response.usage_tap import sane_usage, usage_from_chunks
+from proxy.tenancy.ledger import entry_of
 
 
 @dataclass
@@ -45,6 +47,13 @@ class RequestRecord:
     @property
     def usage(self) -> Usage | None:
         return self.answer.usage if self.answer is not None else None
+
+    @cached_property
+    def ledger(self) -> dict[str, int]:
+        """The answered request's ledger entry (proxy/tenancy/ledger.py), made once for
+        the server span and accounting; read only after `close`, when `answered`."""
+        assert self.ctx is not None
+        return entry_of(self.ctx.outcome, self.ctx.requests)
 
     @property
     def answered(self) -> bool:
