@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from compressors.deadline import check
 
 Ranked = list[tuple[float, int, int]]
@@ -43,13 +45,43 @@ def _flags(kept: set[tuple[int, int]], counts: Sequence[Sequence[int]]) -> list[
     return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
 
 
+class Pool:
+    """Every sentence of every document in one flat array, in (document, sentence) order:
+    the pooled selections rank and fill it without a tuple per sentence."""
+
+    def __init__(self, scores: Sequence[Sequence[float]], counts: Sequence[Sequence[int]]):
+        parts = [np.asarray(s, dtype=np.float64) for s in scores]
+        self.scores = np.concatenate(parts) if parts else np.zeros(0)
+        self.counts = [c for per_doc in counts for c in per_doc]
+        self.sizes = [len(c) for c in counts]
+        # best first; a stable sort keeps ties in (document, sentence) order, as `ranked`
+        self.order: list[int] = np.argsort(-self.scores, kind="stable").tolist()
+
+    def fill(self, order: Sequence[int], limit: float) -> set[int]:
+        """`fill` over flat positions."""
+        kept: set[int] = set()
+        used, counts = 0, self.counts
+        for k in order:
+            if used + counts[k] <= limit:
+                kept.add(k)
+                used += counts[k]
+        return kept
+
+    def flags(self, kept: set[int]) -> list[list[bool]]:
+        out, start = [], 0
+        for size in self.sizes:
+            out.append([k in kept for k in range(start, start + size)])
+            start += size
+        return out
+
+
 def pooled_keep(scores, counts, limit: float) -> list[list[bool]]:
     check()
-    order = ranked(scores, range(len(counts)))
-    kept = fill(order, counts, limit)
-    if not kept and order:
-        kept = {(order[0][1], order[0][2])}
-    return _flags(kept, counts)
+    pool = Pool(scores, counts)
+    kept = pool.fill(pool.order, limit)
+    if not kept and pool.order:
+        kept = {pool.order[0]}
+    return pool.flags(kept)
 
 
 def per_document_keep(scores, counts, before, rate: float, min_sentences: int):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compressors._selection import fill, ranked
+from compressors._selection import Pool
 from compressors.base import Budget
 
 AUTO = "auto"  # the request option (`rate: "auto"`) that asks for this budget
@@ -44,14 +44,13 @@ def adaptive_keep(
 ) -> list[list[bool]]:
     """Keep flags per document and sentence."""
     total = sum(before)
-    flat = np.concatenate([np.asarray(s, dtype=np.float64) for s in scores]) if scores else []
-    order = ranked(scores, range(len(counts)))
-    if len(flat):
+    pool = Pool(scores, counts)
+    kept: set[int] = set()
+    if pool.order:
+        flat, values = pool.scores, pool.scores.tolist()
         cut = float(flat.mean() + budget.margin * flat.std())
-        clear = [item for item in order if -item[0] >= cut]
-        kept = fill(clear, counts, budget.rate * total)
-    else:
-        kept = set()
-    if sum(counts[d][i] for d, i in kept) < budget.min_rate * total:
-        kept = fill(order, counts, budget.min_rate * total) | kept
-    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
+        clear = [k for k in pool.order if values[k] >= cut]
+        kept = pool.fill(clear, budget.rate * total)
+    if sum(pool.counts[k] for k in kept) < budget.min_rate * total:
+        kept = pool.fill(pool.order, budget.min_rate * total) | kept
+    return pool.flags(kept)

@@ -14,6 +14,8 @@ every sentence shares (a same-article topic, "the") weigh little.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 K1 = 1.2
@@ -33,12 +35,50 @@ def term_counts(ids: np.ndarray, owner: np.ndarray, n: int, query: np.ndarray) -
     return tf
 
 
+@dataclass(frozen=True)
+class TermIndex:
+    """A token stream's ids sorted once (stable), with each one's span: a query's few
+    terms are found by binary search instead of scanning every id per query."""
+
+    ids: np.ndarray  # sorted
+    owner: np.ndarray  # the span of each sorted id
+
+    @classmethod
+    def of(cls, ids: np.ndarray, owner: np.ndarray) -> TermIndex:
+        order = np.argsort(ids, kind="stable")
+        return cls(ids[order], owner[order])
+
+    def term_counts(self, n: int, query: np.ndarray) -> np.ndarray:
+        """`term_counts(ids, owner, n, query)` over the indexed stream (owners >= 0)."""
+        width = len(query)
+        if not width or not n:
+            return np.zeros((n, width), dtype=np.float64)
+        lo = np.searchsorted(self.ids, query, "left")
+        runs = np.searchsorted(self.ids, query, "right") - lo
+        hits = int(runs.sum())
+        cols = np.repeat(np.arange(width), runs)
+        at = np.arange(hits) + np.repeat(lo - (np.cumsum(runs) - runs), runs)
+        cells = np.bincount(self.owner[at] * width + cols, minlength=n * width)
+        return cells.reshape(n, width).astype(np.float64)
+
+
 def scores(tf: np.ndarray, lengths: np.ndarray, k1: float = K1, b: float = B) -> np.ndarray:
     """BM25 of every span (rows of `tf`) with `lengths` tokens each."""
+    return normed_scores(tf, length_norm(lengths, k1, b), k1)
+
+
+def length_norm(lengths: np.ndarray, k1: float = K1, b: float = B) -> np.ndarray:
+    """Each span's `k1 · (1 − b + b·|s|/avg|s|)`: fixed by the spans, so a set's is made once."""
+    if not len(lengths):
+        return np.zeros(0)
+    return k1 * (1 - b + b * lengths / max(1e-9, float(lengths.mean())))
+
+
+def normed_scores(tf: np.ndarray, norm: np.ndarray, k1: float = K1) -> np.ndarray:
+    """`scores` given the spans' `length_norm`."""
     n = tf.shape[0]
     if not n or not tf.shape[1]:
         return np.zeros(n)
     df = (tf > 0).sum(axis=0)
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
-    norm = k1 * (1 - b + b * lengths / max(1e-9, float(lengths.mean())))
     return (idf * tf * (k1 + 1) / (tf + norm[:, None])).sum(axis=1)

@@ -182,13 +182,13 @@ class FastExtractiveCompressor:
             return {"cos": np.einsum("ij,ij->i", p.vectors, p.doc_vectors[p.doc_of])}, 0.0
         began = time.perf_counter()
         query = self.embedder.tokens(asked)
-        target = unit(self.embedder.span_sums(query, np.zeros(len(query.ids), np.int64), 1))[0]
+        target = unit(self.embedder.text_sum(query)[None])[0]
         terms = np.unique(query.ids[self._content[query.ids]])
-        tf = bm25.term_counts(p.ids, p.owner, p.sentences, terms)
+        tf = p.terms.term_counts(p.sentences, terms)
         doc_tf = per_document(tf, p.sizes)
-        doc_bm25 = _scaled(bm25.scores(doc_tf, p.doc_lengths))
+        doc_bm25 = _scaled(bm25.normed_scores(doc_tf, p.norms[1]))
         signals = {
-            "bm25": _scaled(bm25.scores(tf, p.lengths)),
+            "bm25": _scaled(bm25.normed_scores(tf, p.norms[0])),
             "cos": p.vectors @ target,
             "doc_bm25": doc_bm25[p.doc_of],
             "doc_cos": (p.doc_vectors @ target)[p.doc_of],
@@ -256,7 +256,10 @@ class FastExtractiveCompressor:
         else:
             keep = per_document_keep(scores, counts, before, budget.rate, self.min_sentences)
         # and what no scorer judges, kept whole
-        keep = [np.logical_or(k, u).tolist() for k, u in zip(keep, prepared.unjudged, strict=True)]
+        keep = [
+            np.logical_or(k, u).tolist() if some else k
+            for k, u, some in zip(keep, prepared.unjudged, prepared.any_unjudged, strict=True)
+        ]
         out = [render_kept(d, s, k) for d, s, k in zip(docs, prepared.spans, keep, strict=True)]
         results = (
             DocumentResult(o, n, self._count_kept(o, d, n, c, k))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compressors.fast_extractive import bm25
 from compressors.fast_extractive.static_embed import unit
 from compressors.features import ChunkFeatures
 
@@ -38,6 +39,10 @@ class PreparedSet:
     counts: tuple[list[int], ...]  # per document, target-model tokens per sentence
     spans: tuple[list[tuple[int, int]], ...]  # per document, sentence character spans
     unjudged: tuple[np.ndarray, ...]  # per document, bool: kept whatever its score
+    any_unjudged: tuple[bool, ...]  # per document: whether `unjudged` holds a True
+    norms: tuple[np.ndarray, np.ndarray]  # BM25's length norms: sentences', documents'
+    terms: bm25.TermIndex  # the ids sorted once: a question's terms are looked up, not scanned
+    cuts: tuple[tuple[int, int], ...]  # each document's first and end sentence
 
     @property
     def sentences(self) -> int:
@@ -54,12 +59,14 @@ class PreparedSet:
             self.owner,
             self.lengths,
             self.doc_lengths,
+            self.terms.ids,
+            self.terms.owner,
         )
         return sum(a.nbytes for a in arrays) + 120 * self.sentences + 200 * len(self.sizes)
 
     def split(self, values: np.ndarray) -> list[np.ndarray]:
-        """Per-sentence `values` cut into one array per document."""
-        return np.split(values, np.cumsum(self.sizes)[:-1]) if self.sizes else []
+        """Per-sentence `values` cut into one array (a view) per document."""
+        return [values[a:b] for a, b in self.cuts]
 
 
 def prepare(features: Sequence[ChunkFeatures]) -> PreparedSet:
@@ -77,6 +84,9 @@ def prepare(features: Sequence[ChunkFeatures]) -> PreparedSet:
         else np.zeros(0)
     )
     ids = np.concatenate([f.ids for f in features]).astype(np.int64) if features else doc_of[:0]
+    owner = np.repeat(np.arange(len(doc_of)), lengths.astype(np.int64))
+    ends = np.cumsum(sizes).tolist()
+    doc_lengths = np.bincount(doc_of, lengths, len(features)).astype(np.float64)
     return PreparedSet(
         sizes=tuple(sizes),
         before=tuple(f.tokens for f in features),
@@ -84,12 +94,16 @@ def prepare(features: Sequence[ChunkFeatures]) -> PreparedSet:
         vectors=unit(sums),
         doc_vectors=unit(per_document(sums, sizes)),
         ids=ids,
-        owner=np.repeat(np.arange(len(doc_of)), lengths.astype(np.int64)),
+        owner=owner,
         lengths=lengths,
-        doc_lengths=np.bincount(doc_of, lengths, len(features)).astype(np.float64),
+        doc_lengths=doc_lengths,
         counts=tuple(f.counts.tolist() for f in features),
         spans=tuple(f.span_list() for f in features),
         unjudged=tuple(f.unjudged.astype(bool) for f in features),
+        any_unjudged=tuple(bool(f.unjudged.any()) for f in features),
+        norms=(bm25.length_norm(lengths), bm25.length_norm(doc_lengths)),
+        terms=bm25.TermIndex.of(ids, owner),
+        cuts=tuple(zip([0, *ends][:-1], ends, strict=True)),
     )
 
 

@@ -18,3 +18,29 @@ def test_pooled_keeps_the_best_sentence_when_none_fits():
 def test_per_document_keeps_at_least_min_sentences():
     kept = per_document_keep([[0.2, 0.8], [0.5]], [[400, 300], [50]], [700, 50], 0.1, 1)
     assert kept == [[False, True], [True]]
+
+
+def _tuple_pooled(scores, counts, limit):
+    """The tuple-sorting selection the flat pool replaced (the reference)."""
+    order = sorted((-float(scores[d][i]), d, i) for d in range(len(counts))
+                   for i in range(len(scores[d])))  # fmt: skip
+    kept, used = set(), 0
+    for _, d, i in order:
+        if used + counts[d][i] <= limit:
+            kept.add((d, i))
+            used += counts[d][i]
+    if not kept and order:
+        kept = {order[0][1:]}
+    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
+
+
+def test_the_flat_pool_selects_as_tuple_sorting_ties_included():
+    import random
+
+    rng = random.Random(5)
+    for _ in range(300):
+        sizes = [rng.randint(0, 6) for _ in range(rng.randint(1, 5))]
+        scores = [[rng.choice([0.0, -0.0, 0.5, 0.25, 1.0]) for _ in range(n)] for n in sizes]
+        counts = [[rng.randint(1, 9) for _ in range(n)] for n in sizes]
+        limit = rng.randint(0, 30)
+        assert pooled_keep(scores, counts, limit) == _tuple_pooled(scores, counts, limit)

@@ -25,3 +25,23 @@ def test_scores_follow_okapi():
     everywhere = bm25.scores(np.ones((3, 1)), lengths)
     rare = bm25.scores(np.array([[1.0], [0.0], [0.0]]), lengths)
     assert everywhere[0] < rare[0]  # a word every sentence has weighs less
+
+
+def test_the_term_index_counts_as_the_scan_does():
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 40):
+        ids = rng.integers(0, 30, size=400)
+        owner = np.sort(rng.integers(0, n, size=400))
+        index = bm25.TermIndex.of(ids, owner)
+        for width in (0, 1, 4, 9):
+            query = np.unique(rng.integers(0, 35, size=width))  # some ids absent
+            scanned = bm25.term_counts(ids, owner, n, query)
+            assert np.array_equal(index.term_counts(n, query), scanned)
+
+
+def test_normed_scores_are_the_scores():
+    rng = np.random.default_rng(4)
+    tf = rng.integers(0, 3, size=(12, 4)).astype(np.float64)
+    lengths = rng.integers(1, 30, size=12).astype(np.float64)
+    got = bm25.normed_scores(tf, bm25.length_norm(lengths))
+    assert np.array_equal(got, bm25.scores(tf, lengths))
