@@ -15,7 +15,6 @@ threads.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -28,16 +27,23 @@ ANALYSIS_BYTES = 32 << 20  # compression.analysis_bytes' default
 MAX_TAGS = 4096  # tenants' tags kept (they are configured keys: a handful)
 
 
-def analysis_key(kind: str, tenant: str, text: str, tag: str | None = None) -> str:
-    """One blake2b pass over the text (a follow-up hashes every document it carries: ~3
-    µs per 1k tokens), the tenant and kind length-prefixed before it."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (kind, tenant):
-        data = part.encode()
-        digest.update(len(data).to_bytes(4, "big") + data)
-    digest.update(text.encode())
-    tag = tenant_tag(tenant) if tag is None else tag
-    return f"ana:{tag + ':' if tag else ''}{kind}:{digest.hexdigest()}"
+Key = tuple[str, str, Any]  # (tenant tag, kind, the content itself)
+
+
+def analysis_key(
+    kind: str, tenant: str, content: str | tuple[str, ...], tag: str | None = None
+) -> Key:
+    """The entry of `content` for `tenant`: the content itself, not a digest of it. A
+    dict hashes a str once per object (Python caches it) and compares bytes only on a
+    hash match, so a follow-up's lookups cost no pass over its documents beyond that one
+    hash, where a digest per lookup cost a copy and a pass each (blake2b was ~3 µs per
+    1k tokens, per kind, per request). Exact: equal keys are equal bytes, no digest
+    collision to reason about. The tag keeps tenants apart and is the LRU's owner."""
+    return (tenant_tag(tenant) if tag is None else tag, kind, content)
+
+
+def _chars(content: str | tuple[str, ...]) -> int:
+    return len(content) if isinstance(content, str) else sum(map(len, content))
 
 
 @runtime_checkable
@@ -48,21 +54,21 @@ class Weighed(Protocol):
     def nbytes(self) -> int: ...
 
 
-def held_bytes(value: Any, text: str) -> int:
+def held_bytes(value: Any, chars: int) -> int:
     """What Python holds for a result, roughly: a flag, what a `Weighed` result states,
     or pieces of the text (strings, and the tuple and set around them: about twice the
-    text)."""
+    text's `chars`)."""
     if isinstance(value, bool | int | float):
         return OVERHEAD
     if isinstance(value, Weighed):
         return OVERHEAD + value.nbytes
-    return OVERHEAD + 2 * len(text)
+    return OVERHEAD + 2 * chars
 
 
 class DocumentAnalyses:
     def __init__(self, max_bytes: int = ANALYSIS_BYTES):
-        self.order = ByteLRU(max_bytes)
-        self._values: dict[str, Any] = {}
+        self.order = ByteLRU(max_bytes, owner=_owner)
+        self._values: dict[Key, Any] = {}
         self._lock = threading.Lock()
         self._tags: dict[str, str] = {}  # tenant -> its tag (a hash: once per tenant)
         self.hits = 0
@@ -71,8 +77,9 @@ class DocumentAnalyses:
     def __len__(self) -> int:
         return len(self._values)
 
-    def get(self, kind: str, tenant: str, text: str, compute: Callable[[str], T]) -> T:
-        """`compute(text)`, computed once per (kind, tenant, text) while kept."""
+    def get(self, kind: str, tenant: str, text: Any, compute: Callable[[Any], T]) -> T:
+        """`compute(text)`, computed once per (kind, tenant, text) while kept. `text`: a
+        document, or a tuple of them (a set's analysis)."""
         tag = self._tags.get(tenant)
         if tag is None:
             if len(self._tags) >= MAX_TAGS:
@@ -88,6 +95,11 @@ class DocumentAnalyses:
         with self._lock:
             self.misses += 1
             self._values[key] = value
-            for old in self.order.set(key, len(key) + held_bytes(value, text)):
+            chars = _chars(text)  # the key holds the content: counted with the result
+            for old in self.order.set(key, OVERHEAD + chars + held_bytes(value, chars)):
                 self._values.pop(old, None)
         return value
+
+
+def _owner(key: Key) -> str:
+    return key[0]

@@ -126,9 +126,9 @@ def _present(form: Sequence[str], read: Reader) -> list[frozenset[str]]:
             if 0 <= index < len(form):
                 groups[index].append(group)
     return [
-        read(text).present.union(*(read(g).present for g in extra))
+        read(text).present.union(*(read(g).present for g in extra)) if extra else read(text).present
         for text, extra in zip(own, groups, strict=True)
-    ]
+    ]  # a document without added sentences: its own set as read, no copy
 
 
 def _last_nonempty(texts: Sequence[str]) -> int | None:

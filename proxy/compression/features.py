@@ -114,15 +114,12 @@ class FeaturePath:
     def prepared(self, documents: Sequence[str], blobs: list[bytes | None], tenant: str):
         """The set's question-independent arrays (compressors/fast_extractive/prepared.py):
         made once per (tenant, document set) while the analyses keep them, so a follow-up
-        over seen documents decodes and concatenates nothing. Keyed by the documents'
-        bytes, each length-prefixed (a hash of the set: ~3 µs per 1k tokens), under the
-        features' fingerprint."""
+        over seen documents decodes and concatenates nothing. Keyed by the tuple of the
+        documents under the features' fingerprint (cache/analysis.py `analysis_key`)."""
 
-        def make(_: str):
+        def make(_: tuple[str, ...]):
             return self.compressor.prepare(self.features(documents, blobs))
 
         if self.analyses is None or not documents:
             return make("")
-        return self.analyses.get(
-            self._kind, tenant, "".join(f"{len(d)}:{d}" for d in documents), make
-        )
+        return self.analyses.get(self._kind, tenant, tuple(documents), make)

@@ -52,7 +52,7 @@ from proxy.compression.stable import Choice, Prices, StableCompression
 from proxy.context import RequestContext
 from proxy.errors import describe_error
 from proxy.gate.decide import CostGate
-from proxy.gate.token_estimate import TokenEstimate, visible_chars
+from proxy.gate.token_estimate import Sizes, TokenEstimate
 from proxy.metrics import Metrics
 from proxy.outcome.decision import Decision, Why, failed_open, skip
 from proxy.outcome.job import Outcome
@@ -100,34 +100,34 @@ class CompressionService:
         if self.stable is not None:
             await self.stable.writes.drain()
 
-    def estimate_tokens(self, texts: list[str], tenant: str = "") -> int:
-        return self.estimate.tokens(tenant, texts)
-
-    def _learn(self, tenant: str, texts: list[str], outcome: Outcome) -> None:
+    def _learn(self, tenant: str, sizes: Sizes, outcome: Outcome) -> None:
         """What this job teaches `tenant`'s prices: its cost, and the characters
         per token of the documents the compressor counted now (memo hits teach nothing)."""
         self.gate.observe_compression(outcome, tenant)
         if outcome.misses and self.recalibration is not None:
             self.recalibration.learned()
-        fresh = [texts[i] for i in outcome.fresh if i < len(texts)]
+        fresh = [i for i in outcome.fresh if i < len(sizes.visible)]
         if fresh:
-            self.estimate.learn(tenant, visible_chars(fresh), outcome.fresh_tokens)
+            self.estimate.learn(tenant, sizes.chars(fresh), outcome.fresh_tokens)
 
     async def decide_and_run(
         self, ctx: RequestContext, texts: list[str], question: str, rate: float | str | None
     ) -> list[str]:
         """The new document texts (`texts` where compressing must not), recorded for the
         prefix cache as what goes upstream."""
-        new_texts, ended = await self._shrink(ctx, texts, question, rate) if rate else (texts, None)
+        sizes = self.estimate.sizes(ctx.tenant, texts)  # once: every price below reads it
+        new_texts, ended = (
+            await self._shrink(ctx, texts, question, rate, sizes) if rate else (texts, None)
+        )
         if self.stable is not None:
-            self.stable.record_sent(ctx, new_texts, self.estimate.chars_per_token(ctx.tenant))
+            self.stable.record_sent(ctx, new_texts, sizes.chars_per_token)
         if ended is not None:  # the after-job work, priced into later decisions (TenantLaws)
             spent = (time.perf_counter() - ended) * 1000
-            self.gate.observe_finish(spent, self.estimate_tokens(texts, ctx.tenant), ctx.tenant)
+            self.gate.observe_finish(spent, sizes.tokens(), ctx.tenant)
         return new_texts
 
     async def _shrink(
-        self, ctx, texts: list[str], question: str, rate: float
+        self, ctx, texts: list[str], question: str, rate: float, sizes: Sizes
     ) -> tuple[list[str], float | None]:
         """The new document texts: compressed, or `texts` where compressing must not; and
         when the job ended (None: no job ran, or its output was not sent)."""
@@ -136,8 +136,8 @@ class CompressionService:
         if not chosen:
             self._decided(ctx, skip(Why.OPAQUE if fits else Why.LIMITS))
             return texts, None
-        picked = [texts[i] for i in chosen]
-        choice = await self._choose(ctx, texts, picked, question, rate)
+        picked, sized = [texts[i] for i in chosen], sizes.of(chosen)
+        choice = await self._choose(ctx, texts, sized, question, rate)
         if choice.decision is not None and choice.kind in ("original", "form"):  # no job
             self._decided(ctx, choice.decision)  # the prefix cache decided
             self.stable.count(choice)  # type: ignore[union-attr]
@@ -148,7 +148,7 @@ class CompressionService:
                 self.engine.name, form.tokens_before, form.tokens_after
             )
             return list(form.texts), None
-        outcome = await self._compress(ctx, picked, question, rate, choice)
+        outcome = await self._compress(ctx, picked, question, rate, choice, sized)
         if outcome is None:
             return texts, None
         ended = time.perf_counter()
@@ -167,19 +167,18 @@ class CompressionService:
         return new, ended
 
     async def _choose(
-        self, ctx, texts: list[str], picked: list[str], question: str, rate: float
+        self, ctx, texts: list[str], picked: Sizes, question: str, rate: float
     ) -> Choice:
         """The prefix cache's say (proxy/compression/stable.py); "fresh" without it."""
         if self.stable is None:
             return Choice("fresh")
-        tenant = ctx.tenant
-        cpt = self.estimate.chars_per_token(tenant)
+        tenant, cpt = ctx.tenant, picked.chars_per_token
         wait = self.engine.expected_wait_ms(self.gate.compressor_ms_per_token(tenant) / cpt)
         prices = Prices(
             tenant,
             cpt,
-            self.estimate_tokens(picked, tenant),
-            len(picked),
+            picked.tokens(),
+            len(picked.visible),
             self.engine.in_flight() + 1,
             wait,
         )
@@ -198,11 +197,13 @@ class CompressionService:
             return partition_verbatim(texts)
         return [i for i, t in enumerate(texts) if not memo.get("opaque", tenant, t, is_opaque)]
 
-    async def _compress(self, ctx, texts: list[str], question: str, rate: float, choice: Choice):
+    async def _compress(
+        self, ctx, texts: list[str], question: str, rate: float, choice: Choice, sizes: Sizes
+    ):
         if choice.kind == "check" and choice.decision is not None:  # priced by the stable path
             decision = replace(choice.decision, rate=rate)  # a check over seen documents
         else:
-            decision = await self._decide(ctx, texts, question, rate, choice.held)
+            decision = await self._decide(ctx, texts, question, rate, sizes, choice.held)
         self._decided(ctx, decision)
         if decision.rate is None:
             if decision.for_cost and self.recalibration is not None:
@@ -222,19 +223,20 @@ class CompressionService:
             ctx.outcome.decision = failed_open(reason)
             return None
         self._record(ctx, outcome)
-        self._learn(ctx.tenant, texts, outcome)
+        self._learn(ctx.tenant, sizes, outcome)
         return outcome
 
-    async def _decide(self, ctx, texts: list[str], question: str, rate: float, held: int = 0):
+    async def _decide(
+        self, ctx, texts: list[str], question: str, rate: float, sizes: Sizes, held: int = 0
+    ):
         """The gate's call; the memo and the features are looked up only when it needs
         them (not for a policy or a short context)."""
-        tenant = ctx.tenant
-        tokens = self.estimate_tokens(texts, tenant)
+        tenant, tokens = ctx.tenant, sizes.tokens()
         early = self.gate.decide_early(tokens, _expected(rate))
         if early is not None:
             return early
         found = await self.engine.lookup(texts, question, rate, tenant)
-        per_char = self.gate.compressor_ms_per_token(tenant) / self.estimate.chars_per_token(tenant)
+        per_char = self.gate.compressor_ms_per_token(tenant) / sizes.chars_per_token
         hits = sum(e is not None for e in found)
         return self.gate.decide(
             context_tokens=tokens,

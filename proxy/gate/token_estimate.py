@@ -24,7 +24,8 @@ from __future__ import annotations
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from proxy.gate.learning import MAX_AGE_S, PerTenant, clamp, fresh
 
@@ -40,6 +41,26 @@ def visible_chars(texts: Sequence[str]) -> int:
     for t in texts:
         total += len(t) - t.count(" ") - t.count("\n") - t.count("\t") - t.count("\r")
     return total
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """One request's documents sized once: each one's visible characters, and the tenant's
+    characters per token as the request found them (every price of the request reads
+    these, so the documents are scanned and the median taken once per request)."""
+
+    visible: tuple[int, ...]
+    chars_per_token: float
+
+    def of(self, which: Iterable[int]) -> Sizes:
+        """The sizes of the documents `which` (indices), in that order."""
+        return Sizes(tuple(self.visible[i] for i in which), self.chars_per_token)
+
+    def chars(self, which: Iterable[int] | None = None) -> int:
+        return sum(self.visible) if which is None else sum(self.visible[i] for i in which)
+
+    def tokens(self) -> int:
+        return round(self.chars() / self.chars_per_token)
 
 
 class TokenEstimate:
@@ -65,3 +86,6 @@ class TokenEstimate:
 
     def tokens(self, tenant: str, texts: Sequence[str]) -> int:
         return round(visible_chars(texts) / self.chars_per_token(tenant))
+
+    def sizes(self, tenant: str, texts: Sequence[str]) -> Sizes:
+        return Sizes(tuple(visible_chars((t,)) for t in texts), self.chars_per_token(tenant))

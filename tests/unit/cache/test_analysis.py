@@ -4,7 +4,6 @@ under a byte cap, from several threads."""
 import threading
 
 from cache.analysis import DocumentAnalyses, analysis_key
-from cache.keys import owner_of
 from compressors.sentences import split_sentences
 
 
@@ -37,7 +36,8 @@ def test_a_tenant_never_gets_another_tenants_analysis():
     memo.get("sentences", "beta", "Secret plan. Two sentences.", split)
     assert split.calls == 2
     a, b = (analysis_key("sentences", t, "x") for t in ("acme", "beta"))
-    assert a != b and owner_of(a) and owner_of(a) != owner_of(b)  # shared fairly by tenant
+    owner = memo.order.owner
+    assert a != b and owner(a) and owner(a) != owner(b)  # shared fairly by tenant
 
 
 def test_the_byte_cap_holds():

@@ -73,7 +73,8 @@ class Proxy:
 
     async def send(self, tenant: str, docs: list[str], question: str = QUESTION) -> Decision:
         ctx = Ctx(tenant)
-        await self.stage._shrink(ctx, docs, question, RATE)
+        sizes = self.stage.estimate.sizes(tenant, docs)
+        await self.stage._shrink(ctx, docs, question, RATE, sizes)
         return ctx.outcome.decision
 
     def vllm_metrics(self, ms_per_token: float) -> None:

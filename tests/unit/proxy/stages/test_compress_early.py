@@ -55,7 +55,8 @@ def shrink(policy: str, min_context_tokens: int) -> tuple[CountingEngine, Decisi
                     max_added_ms=1e4, pool=EndpointPool())  # fmt: skip
     stage = CompressionService(engine, gate, Metrics(), False, CompressionLimitSettings())
     ctx = Ctx()
-    texts, ended = asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33))
+    sizes = stage.estimate.sizes(ctx.tenant, DOCS)
+    texts, ended = asyncio.run(stage._shrink(ctx, DOCS, "What is the capital?", 0.33, sizes))
     assert texts == DOCS and ended is None  # no job ran
     return engine, ctx.outcome.decision
 
