@@ -15,8 +15,9 @@ threads.
 
 from __future__ import annotations
 
+import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cache.keys import tenant_tag
@@ -40,6 +41,23 @@ def analysis_key(
     1k tokens, per kind, per request). Exact: equal keys are equal bytes, no digest
     collision to reason about. The tag keeps tenants apart and is the LRU's owner."""
     return (tenant_tag(tenant) if tag is None else tag, kind, content)
+
+
+def document_digest(text: str) -> str:
+    """A document's name in store keys (the memo's, the features', a stable form's): its
+    sha256, so a key names the bytes without carrying them."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def document_names(
+    analyses: DocumentAnalyses | None, tenant: str, documents: Sequence[str]
+) -> list[str]:
+    """Each document's digest, hashed once per (tenant, document) while the analyses keep
+    it: every store key of a request is made from these (a follow-up's keys cost no pass
+    over its documents). Per tenant, like every analysis: a hit tells nothing of another."""
+    if analyses is None:
+        return [document_digest(d) for d in documents]
+    return [analyses.get("digest", tenant, d, document_digest) for d in documents]
 
 
 def _chars(content: str | tuple[str, ...]) -> int:

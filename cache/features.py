@@ -57,6 +57,8 @@ class FeatureCache:
     async def get_many(
         self, fingerprint: str, documents: Sequence[str], tenant: str = ""
     ) -> list[bytes | None]:
+        """`documents`: the texts, or their names (the proxy passes digests:
+        cache/analysis.py `document_names`); a caller keeps to one."""
         keys = [feature_key(fingerprint, d, tenant) for d in documents]
         found = [self.local.get(k) for k in keys]
         ask = [i for i, v in enumerate(found) if v is None]

@@ -38,6 +38,7 @@ class ChunkMemo:
     def keys(
         fingerprint: str, documents: Sequence[str], question: str | None, tenant: str = ""
     ) -> list[str]:
+        """`documents`: the texts or their names (digests, as the proxy passes them)."""
         return [memo_key(fingerprint, doc, question, tenant) for doc in documents]
 
     async def lookup(

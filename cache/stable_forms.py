@@ -38,7 +38,7 @@ of texts reads as a miss and is reported through `on_error`; `remember` then ans
 form it was given.
 
 The caller's walk (proxy/compression/stable.py):
-    key = FormKey(tenant, prefix_key, tuple(documents), fingerprint)
+    key = FormKey(tenant, prefix_key, names, fingerprint)  # names: the documents' digests
     form = await forms.lookup(key)          # before pricing: a reuse costs no job
     form.has_asked(question)                # checked for this very question before?
     await forms.remember(key, first, question)   # a first form
@@ -77,6 +77,9 @@ def question_digest(question: str) -> str:
 
 @dataclass(frozen=True)
 class FormKey:
+    """`documents`: each document's name (cache/analysis.py `document_names`, its digest):
+    the key names the bytes without hashing them again."""
+
     tenant: str
     static_prefix: str
     documents: tuple[str, ...]
@@ -84,7 +87,7 @@ class FormKey:
 
     @cached_property
     def name(self) -> str:
-        """The store key (hashing every document once per FormKey)."""
+        """The store key (one hash over the prefix and the documents' names)."""
         digest = content_key(
             "stable-form", self.tenant, self.fingerprint, self.static_prefix, *self.documents
         )

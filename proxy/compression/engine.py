@@ -1,8 +1,8 @@
 """CompressionEngine: a compressor, memoized per document, run off the event loop.
 
-Used by the compress stage, by POST /v1/compress (warming at ingest) and by the
-LangChain integration. Documents found in the memo cost a lookup; the others go to
-a worker thread (torch releases the GIL) under a timeout that includes the wait.
+Used by the compress stage, POST /v1/compress (ingest) and the LangChain integration.
+Memo hits cost a lookup (keyed by the documents' digests: cache/analysis.py
+`document_names`); the rest go to a worker (torch releases the GIL) under a timeout.
 
 Under load, jobs queue for the `workers` threads (FIFO); the gate adds the expected wait
 (`expected_wait_ms`: characters queued ahead × measured worker ms per character) to
@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from cache.analysis import DocumentAnalyses
+from cache.analysis import DocumentAnalyses, document_names
 from cache.features import FeatureCache
 from cache.keys import content_key
 from cache.memo import ChunkMemo, MemoEntry
@@ -52,6 +52,7 @@ class CompressionEngine:
         self._scoped = bool(getattr(compressor, "scoped_cache", False))  # its cache per tenant
         featured = features is not None and isinstance(compressor, FeatureCompressor)
         self.features = FeaturePath(compressor, features, analyses=analyses) if featured else None
+        self.analyses = analyses
         self.count = count
         self.fingerprint = Fingerprints(compressor, count, lambda: self.state == "ready")
         self.memo = memo
@@ -65,8 +66,7 @@ class CompressionEngine:
         self.calibration: Outcome | None = None  # measured at warm-up, for the gate
 
     async def warm(self, torch_threads: int = 0) -> None:
-        """Load the model in a worker before traffic needs it. Meanwhile requests find
-        the worker busy and are forwarded uncompressed (never slower)."""
+        """Load the model in a worker first; meanwhile requests go uncompressed."""
         self.state = "loading"
         try:
             if torch_threads:
@@ -100,23 +100,23 @@ class CompressionEngine:
         return self.compressor.name
 
     @property
-    def idle(self) -> bool:
-        """No compression queued or running."""
+    def idle(self) -> bool:  # no compression queued or running
         return self._running == 0
 
-    def _scope(self, documents: Sequence[str], question: str) -> str | None:
+    def _scope(self, names: Sequence[str], question: str) -> str | None:
         """What besides the document a memo entry depends on. Question-agnostic: nothing
         (each chunk is cached on its own, across requests). Question-aware compressors
         share one budget across the documents (a relevant document keeps more than a
         distractor), so an entry depends on the question and the whole document set."""
         if not self.compressor.question_aware:
             return None
-        return question + "\x00" + content_key(*documents)
+        return question + "\x00" + content_key(*names)
 
     async def lookup(self, documents: Sequence[str], question: str, rate: float,
                      tenant: str = ""):  # fmt: skip
-        scope = self._scope(documents, question)
-        return await self.memo.lookup(self.fingerprint(rate), documents, scope, tenant)
+        names = document_names(self.analyses, tenant, documents)  # the memo keys' digests
+        scope = self._scope(names, question)
+        return await self.memo.lookup(self.fingerprint(rate), names, scope, tenant)
 
     def expected_wait_ms(self, prior_ms_per_char: float) -> float:
         """How long a new job would queue before a worker takes it: the work ahead
@@ -153,8 +153,8 @@ class CompressionEngine:
             return _entries(
                 self._job(documents, question, rate, timing, blobs, tenant)()
             ), everything
-        keys = self.memo.keys(self.fingerprint(rate), documents,
-                              self._scope(documents, question), tenant)  # fmt: skip
+        names = document_names(self.analyses, tenant, documents)
+        keys = self.memo.keys(self.fingerprint(rate), names, self._scope(names, question), tenant)
         entries = await self.memo.get(keys)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
-from cache.analysis import DocumentAnalyses
+from cache.analysis import DocumentAnalyses, document_names
 from cache.features import FeatureCache
 from compressors import ChunkFeatures, FeatureCompressor, decode_features, encode_features
 from compressors.features import readable
@@ -47,7 +47,8 @@ class FeaturePath:
         return small and all(b is not None and readable(b) for b in blobs)
 
     async def fetch(self, documents: Sequence[str], tenant: str) -> list[bytes | None]:
-        return await self.cache.get_many(self.fingerprint, documents, tenant)
+        names = document_names(self.analyses, tenant, documents)  # the keys' one hash each
+        return await self.cache.get_many(self.fingerprint, names, tenant)
 
     async def seen(self, documents: Sequence[str], tenant: str) -> int:
         return sum(b is not None for b in await self.fetch(documents, tenant))
@@ -60,9 +61,10 @@ class FeaturePath:
         tenant: str,
     ) -> None:
         """Store what the worker computed (`blobs` entries that are not the `found` ones)."""
+        names = document_names(self.analyses, tenant, documents)
         new = {
-            d: b
-            for d, b, old in zip(documents, blobs, found, strict=True)
+            name: b
+            for name, b, old in zip(names, blobs, found, strict=True)
             if b is not None and b is not old
         }
         await self.cache.put_many(self.fingerprint, new, tenant)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from cache.analysis import DocumentAnalyses
+from cache.analysis import DocumentAnalyses, document_names
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
 from cache.writes import BackgroundWrites
 from compressors.stable_growth import Reader, grow, sentences_of
@@ -109,7 +109,8 @@ class StableCompression:
         partition = _partition(ctx)
         original = self.view.blocks(ctx.tenant, text, partition, cpt)
         held = self.view.held(original)
-        key = FormKey(ctx.tenant, text[:start], tuple(texts), self.fingerprint(rate))
+        names = tuple(document_names(self.analyses, ctx.tenant, texts))  # digests, not bytes
+        key = FormKey(ctx.tenant, text[:start], names, self.fingerprint(rate))
         form = await self.forms.lookup(key)
         ctx.cache_plan = CachePlan(key, form, original, held)
         if form is None:
