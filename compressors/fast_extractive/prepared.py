@@ -100,7 +100,7 @@ def prepare(features: Sequence[ChunkFeatures]) -> PreparedSet:
         counts=tuple(f.counts.tolist() for f in features),
         spans=tuple(f.span_list() for f in features),
         unjudged=tuple(f.unjudged.astype(bool) for f in features),
-        any_unjudged=tuple(bool(f.unjudged.any()) for f in features),
+        any_unjudged=_any_per_document(features, doc_of),
         norms=(bm25.length_norm(lengths), bm25.length_norm(doc_lengths)),
         terms=bm25.TermIndex.of(ids, owner),
         cuts=tuple(zip([0, *ends][:-1], ends, strict=True)),
@@ -116,3 +116,11 @@ def per_document(rows: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
         starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
         out[nonempty] = np.add.reduceat(rows, starts[nonempty], axis=0)
     return out
+
+
+def _any_per_document(features: Sequence[ChunkFeatures], doc_of: np.ndarray) -> tuple[bool, ...]:
+    """Whether each document has an unjudged sentence (three array calls, not one per
+    document)."""
+    flags = np.concatenate([f.unjudged for f in features]) if features else doc_of[:0]
+    holding = set(doc_of[np.flatnonzero(flags)].tolist())
+    return tuple(d in holding for d in range(len(features)))
