@@ -115,10 +115,12 @@ class CompressionService:
     ) -> list[str]:
         """The new document texts (`texts` where compressing must not), recorded for the
         prefix cache as what goes upstream."""
+        if not rate:  # compression off: nothing to price, the prompt is recorded as sent
+            if self.stable is not None:
+                self.stable.record_sent(ctx, texts, self.estimate.chars_per_token(ctx.tenant))
+            return texts
         sizes = self.estimate.sizes(ctx.tenant, texts)  # once: every price below reads it
-        new_texts, ended = (
-            await self._shrink(ctx, texts, question, rate, sizes) if rate else (texts, None)
-        )
+        new_texts, ended = await self._shrink(ctx, texts, question, rate, sizes)
         if self.stable is not None:
             self.stable.record_sent(ctx, new_texts, sizes.chars_per_token)
         if ended is not None:  # the after-job work, priced into later decisions (TenantLaws)
