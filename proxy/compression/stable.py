@@ -195,7 +195,13 @@ class StableCompression:
         """The blocks of what goes upstream, for the response hooks to record."""
         plan: CachePlan | None = ctx.cache_plan
         seg = ctx.segmentation
-        if plan is None or seg is None:
+        if seg is None:
+            return
+        if plan is None:  # nothing was priced (compression off), yet the backend will hold
+            text = cache_text(ctx.prompt)  # the prompt: the record must know, or the
+            if text:  # next request over these documents is priced as uncached
+                blocks = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt)
+                ctx.cache_plan = CachePlan(None, None, blocks, 0, sent=blocks)
             return
         if texts == seg.texts:
             plan.sent = plan.original

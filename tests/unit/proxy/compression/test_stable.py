@@ -139,3 +139,16 @@ async def test_a_check_is_priced_with_the_compression_queues_wait():
     queued = Prices("a", 4.0, sum(map(len, DOCS)) // 4, len(DOCS), 1, wait_ms=1e6)
     busy = await stable.choose(follow, follow.segmentation.texts, "q2", 0.5, queued)
     assert busy.kind == "original" and busy.decision.figures.wait_ms == 1e6
+
+
+async def test_a_prompt_sent_with_compression_off_is_recorded_as_held():
+    """Nothing was priced (no plan), yet the backend holds what went: a follow-up over the
+    same documents must find it held, or it is compressed against a cache hit."""
+    stable = make()
+    first = ctx_for("What holds?")
+    assert first.cache_plan is None  # compression off: `choose` never ran
+    await send(stable, first)
+    assert first.cache_plan is not None and first.cache_plan.sent is not None
+    follow = ctx_for("And which fact is number two?")
+    choice = await stable.choose(follow, follow.segmentation.texts, "q", 0.5, prices())
+    assert choice.kind == "fresh" and choice.held >= prices().context_tokens * 0.9
