@@ -235,6 +235,7 @@ class CompressionService:
         them (not for a policy or a short context)."""
         tenant, tokens = ctx.tenant, sizes.tokens()
         early = self.gate.decide_early(tokens, _expected(rate))
+        early = early or self.gate.decide_held(tokens, _expected(rate), held, tenant)
         if early is not None:
             return early
         found = await self.engine.lookup(texts, question, rate, tenant)

@@ -234,6 +234,16 @@ class CostGate:
             return skip(Why.SHORT_CONTEXT, context_tokens=context_tokens)
         return None
 
+    def decide_held(self, context_tokens: int, rate: float, held: int, tenant: str = ""):
+        """`skip:cached` without the memo and feature lookups when a backend holds all
+        that compressing would cut (`decide` would find nothing saved, whatever the
+        cost); None when that takes the full decision (no prefill measured yet)."""
+        if self.policy == "always" or self.prefill_ms_per_token(tenant) is None:
+            return None
+        if held <= 0 or context_tokens * (1 - rate) - held > 0:
+            return None
+        return skip(Why.CACHED, saved_ms=0.0, held=held)
+
     def decide(self, *, context_tokens: int, cached_docs: int, total_docs: int, rate: float,
                wait_ms: float = 0.0, seen_docs: int = 0, in_flight: float = 1,
                tenant: str = "", held: int = 0) -> Decision:  # fmt: skip

@@ -188,3 +188,19 @@ def test_a_metrics_law_keeps_its_slope_while_cache_hits_show_none():
     for tokens, ms in [(300, 30), (600, 30), (1200, 30)] * 16:  # flat: fits a slope of 0
         g.observe_prefill("b", tokens, ms, "metrics")
     assert g.prefill_ms_per_token() is not None  # the last fitted law is kept, not erased
+
+
+@pytest.mark.parametrize("ms_per_token", [0.03, 3.4])
+def test_held_context_skips_without_lookups_as_the_full_decision_does(ms_per_token):
+    """`decide_held` answers only where `decide` finds nothing saved, and as it does."""
+    g = gate()
+    assert g.decide_held(2000, 0.33, held=2000) is None  # no prefill measured: the full path
+    feed_prefill(g, ms_per_token)
+    for held in (0, 500, 1300, 1340, 2000):
+        early = g.decide_held(2000, 0.33, held=held)
+        full = g.decide(context_tokens=2000, cached_docs=0, total_docs=4, rate=0.33, held=held)
+        if early is not None:
+            assert early.why is full.why is Why.CACHED and early.action == full.action
+    assert g.decide_held(2000, 0.33, held=1300) is None  # 40 tokens of the cut still cold
+    assert g.decide_held(2000, 0.33, held=1340).why is Why.CACHED
+    assert gate(policy="always").decide_held(2000, 0.33, held=2000) is None
