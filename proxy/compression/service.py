@@ -39,20 +39,20 @@ from cache.analysis import DocumentAnalyses
 from compressors import (
     AUTO,
     AdaptiveBudget,
-    DeadlineExceeded,
     calibration,
     merge_verbatim,
     partition_verbatim,
 )
 from compressors.verbatim import is_opaque
-from proxy.compression.engine import CompressionBusy, CompressionEngine, WorkerCrashed
+from proxy.compression.engine import CompressionEngine
 from proxy.compression.limits import within_limits
+from proxy.compression.outcome import failure_reason
 from proxy.compression.recalibration import Recalibration
 from proxy.compression.stable import Choice, Prices, StableCompression
 from proxy.context import RequestContext
 from proxy.errors import describe_error
 from proxy.gate.decide import CostGate
-from proxy.gate.token_estimate import Sizes, TokenEstimate
+from proxy.gate.token_estimate import Sizes, TokenEstimate, visible_in
 from proxy.metrics import Metrics
 from proxy.outcome.decision import Decision, Why, failed_open, skip
 from proxy.outcome.job import Outcome
@@ -119,7 +119,7 @@ class CompressionService:
             if self.stable is not None:
                 self.stable.record_sent(ctx, texts, self.estimate.chars_per_token(ctx.tenant))
             return texts
-        sizes = self.estimate.sizes(ctx.tenant, texts)  # once: every price below reads it
+        sizes = self.estimate.sizes(ctx.tenant, texts, self._visible(ctx.tenant))
         new_texts, ended = await self._shrink(ctx, texts, question, rate, sizes)
         if self.stable is not None:
             self.stable.record_sent(ctx, new_texts, sizes.chars_per_token)
@@ -193,6 +193,11 @@ class CompressionService:
             return await asyncio.to_thread(self._partition, texts, tenant)
         return self._partition(texts, tenant)
 
+    def _visible(self, tenant: str):
+        """One document's visible characters, counted once while the analyses keep it."""
+        memo = self.analyses
+        return None if memo is None else lambda t: memo.get("visible", tenant, t, visible_in)
+
     def _partition(self, texts: list[str], tenant: str) -> list[int]:
         memo = self.analyses
         if memo is None:
@@ -216,8 +221,8 @@ class CompressionService:
             # half of every document, so a grown form gains sentences that matter
             asked = AUTO if rate == AUTO or choice.kind == "check" else decision.rate
             outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
-        except (CompressionBusy, TimeoutError, Exception) as exc:  # noqa: BLE001
-            reason = _failure_reason(exc)
+        except Exception as exc:  # noqa: BLE001 - busy, timeout, crash: fails open
+            reason = failure_reason(exc)
             log.warning(
                 "compression failed open (%s): %s", reason, describe_error(exc, self.log_prompts)
             )
@@ -285,13 +290,3 @@ class CompressionService:
 def _expected(rate: float | str) -> float:
     """The keep rate the gate prices: an adaptive budget's most kept (the least saved)."""
     return AdaptiveBudget().rate if rate == AUTO else rate
-
-
-def _failure_reason(exc: BaseException) -> Why:
-    if isinstance(exc, CompressionBusy):
-        return Why.BUSY
-    if isinstance(exc, (TimeoutError, DeadlineExceeded)):  # the worker's own deadline
-        return Why.TIMEOUT
-    if isinstance(exc, WorkerCrashed):
-        return Why.CRASH
-    return Why.ERROR

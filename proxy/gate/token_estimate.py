@@ -43,6 +43,10 @@ def visible_chars(texts: Sequence[str]) -> int:
     return total
 
 
+def visible_in(text: str) -> int:
+    return visible_chars((text,))
+
+
 @dataclass(frozen=True)
 class Sizes:
     """One request's documents sized once: each one's visible characters, and the tenant's
@@ -87,5 +91,8 @@ class TokenEstimate:
     def tokens(self, tenant: str, texts: Sequence[str]) -> int:
         return round(visible_chars(texts) / self.chars_per_token(tenant))
 
-    def sizes(self, tenant: str, texts: Sequence[str]) -> Sizes:
-        return Sizes(tuple(visible_chars((t,)) for t in texts), self.chars_per_token(tenant))
+    def sizes(
+        self, tenant: str, texts: Sequence[str], visible: Callable[[str], int] | None = None
+    ) -> Sizes:
+        """`visible`: one text's visible characters (a memo of them; default: counted)."""
+        return Sizes(tuple(map(visible or visible_in, texts)), self.chars_per_token(tenant))
