@@ -73,11 +73,13 @@ class Weighed(Protocol):
 
 
 def held_bytes(value: Any, chars: int) -> int:
-    """What Python holds for a result, roughly: a flag, what a `Weighed` result states,
-    or pieces of the text (strings, and the tuple and set around them: about twice the
-    text's `chars`)."""
+    """What Python holds for a result, roughly: a flag, a string of its own (a digest),
+    what a `Weighed` result states, or pieces of the text (strings, and the tuple and
+    set around them: about twice the text's `chars`)."""
     if isinstance(value, bool | int | float):
         return OVERHEAD
+    if isinstance(value, str):
+        return OVERHEAD + len(value)
     if isinstance(value, Weighed):
         return OVERHEAD + value.nbytes
     return OVERHEAD + 2 * chars

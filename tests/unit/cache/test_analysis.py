@@ -3,7 +3,7 @@ under a byte cap, from several threads."""
 
 import threading
 
-from cache.analysis import DocumentAnalyses, analysis_key
+from cache.analysis import DocumentAnalyses, analysis_key, document_digest
 from compressors.sentences import split_sentences
 
 
@@ -64,3 +64,15 @@ def test_threads_share_it_safely():
     for t in threads:
         t.join()
     assert not errors and memo.order.total <= 50_000
+
+
+def test_a_digest_is_charged_as_itself_and_the_text_its_key_holds():
+    """The key holds the document (charged once); a digest result is 64 characters, not
+    pieces of the text."""
+    memo, text = DocumentAnalyses(), "x" * 10_000
+    memo.get("digest", "t", text, document_digest)
+    memo.get("sentences", "t", text, split_sentences)
+    digest, sentences = (
+        memo.order.size(analysis_key(k, "t", text)) for k in ("digest", "sentences")
+    )
+    assert 10_000 < digest < 10_500 and sentences > 2 * 10_000
