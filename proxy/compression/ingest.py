@@ -114,23 +114,19 @@ async def compress_documents(
         outcome = await engine.compress(docs, req.question, rate, tenant) if docs else None
     except Exception as exc:  # noqa: BLE001 - busy/timeout: ask the client to retry
         raise Overloaded(f"compression unavailable: {type(exc).__name__}") from exc
-    entries = await engine.lookup(docs, req.question, rate, tenant) if docs else []
-    found = dict(zip(chosen, entries, strict=True))
+    # the outcome's own texts: a small seen set is computed without a memo entry, so a
+    # lookup after it would find none (that document was then missing from the answer)
+    done = zip(outcome.texts, outcome.sizes, strict=True) if outcome else ()
+    found = dict(zip(chosen, done, strict=True))
     out = []
     for i, text in enumerate(req.documents):
-        entry = found.get(i)
         if i not in found:  # kept verbatim: the compressor never saw it, so no counts
             out.append(
                 {"text": text, "tokens_before": None, "tokens_after": None, "verbatim": True}
             )
-        elif entry is not None:
-            out.append(
-                {
-                    "text": entry.text,
-                    "tokens_before": entry.tokens_before,
-                    "tokens_after": entry.tokens_after,
-                }
-            )
+            continue
+        kept, (before, after) = found[i]
+        out.append({"text": kept, "tokens_before": before, "tokens_after": after})
     return {
         "object": "ragtrim.compression",
         "compressor": engine.name,

@@ -26,6 +26,7 @@ class Outcome:
     question_ms: float = 0.0  # of work_ms, the question's part (the compressor times it)
     fresh: tuple[int, ...] = ()  # documents compressed now (not memo hits), by index
     fresh_tokens: int = 0  # the compressor's own count of those documents' tokens
+    sizes: tuple[tuple[int, int], ...] = ()  # each document's tokens before and after
 
     @classmethod
     def of(
@@ -41,6 +42,7 @@ class Outcome:
         question_ms)."""
         return cls(
             texts=tuple(e.text for e in entries),
+            sizes=tuple((e.tokens_before, e.tokens_after) for e in entries),
             tokens_before=sum(e.tokens_before for e in entries),
             tokens_after=sum(e.tokens_after for e in entries),
             hits=len(entries) - len(fresh),

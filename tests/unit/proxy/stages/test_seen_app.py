@@ -41,3 +41,17 @@ def test_rate_auto_is_an_adaptive_budget(stub, make_proxy, static_model):  # noq
         r = httpx.post(f"{proxy.url}/v1/chat/completions", json=rag_body(),
                        headers={"x-ragtrim-rate": bad})  # fmt: skip
         assert r.status_code == 400 and r.json()["error"]["param"] == "rate"
+
+
+def test_compress_answers_every_document_of_a_seen_set(stub, make_proxy, static_model):  # noqa: F811
+    """A small seen set is computed on the loop without a memo entry; /v1/compress read the
+    memo after it and left those documents out of its answer."""
+    fast = FastExtractiveCompressor(ApproxTokenCounter(), model_path=static_model)
+    proxy = make_proxy([stub.url], compressor=fast, compression={**ALWAYS, "tokenizer": ""})
+    for question in ("What is the capital of France?", "Which river flows through Paris?"):
+        resp = httpx.post(f"{proxy.url}/v1/compress",
+                          json={"documents": DOCS, "question": question, "rate": 0.4})  # fmt: skip
+        assert resp.status_code == 200, resp.text
+        out = resp.json()["documents"]
+        assert len(out) == len(DOCS) and any(d["text"] for d in out)  # one answer per document
+        assert all(0 <= d["tokens_after"] <= d["tokens_before"] for d in out)
