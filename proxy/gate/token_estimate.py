@@ -88,9 +88,6 @@ class TokenEstimate:
             return VISIBLE_PER_TOKEN
         return clamp(statistics.median(r for r, _ in samples), *BAND)
 
-    def tokens(self, tenant: str, texts: Sequence[str]) -> int:
-        return round(visible_chars(texts) / self.chars_per_token(tenant))
-
     def sizes(
         self, tenant: str, texts: Sequence[str], visible: Callable[[str], int] | None = None
     ) -> Sizes:

@@ -19,7 +19,7 @@ def test_whitespace_is_not_counted():
 
 def test_the_prior_until_measured_then_the_median_per_tenant():
     est = TokenEstimate()
-    assert est.tokens("a", ["x" * 700]) == round(700 / VISIBLE_PER_TOKEN)
+    assert est.sizes("a", ["x" * 700]).tokens() == round(700 / VISIBLE_PER_TOKEN)
     for chars in (300, 310, 290, 10_000):  # one outlier
         est.learn("a", chars, 100)
     assert est.chars_per_token("a") == 3.05
