@@ -24,26 +24,6 @@ import numpy as np
 
 from compressors.deadline import check
 
-Ranked = list[tuple[float, int, int]]
-
-
-def ranked(scores: Sequence[Sequence[float]], docs: Sequence[int]) -> Ranked:
-    return sorted((-float(scores[d][i]), d, i) for d in docs for i in range(len(scores[d])))
-
-
-def fill(order: Ranked, counts: Sequence[Sequence[int]], limit: float) -> set[tuple[int, int]]:
-    kept: set[tuple[int, int]] = set()
-    used = 0
-    for _, doc, idx in order:
-        if used + counts[doc][idx] <= limit:
-            kept.add((doc, idx))
-            used += counts[doc][idx]
-    return kept
-
-
-def _flags(kept: set[tuple[int, int]], counts: Sequence[Sequence[int]]) -> list[list[bool]]:
-    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
-
 
 class Pool:
     """Every sentence of every document in one flat array, in (document, sentence) order:
@@ -54,7 +34,7 @@ class Pool:
         self.scores = np.concatenate(parts) if parts else np.zeros(0)
         self.counts = [c for per_doc in counts for c in per_doc]
         self.sizes = [len(c) for c in counts]
-        # best first; a stable sort keeps ties in (document, sentence) order, as `ranked`
+        # best first: a stable sort keeps ties in (document, sentence) order
         self.order: list[int] = np.argsort(-self.scores, kind="stable").tolist()
 
     def fill(self, order: Sequence[int], limit: float) -> set[int]:
@@ -66,6 +46,14 @@ class Pool:
                 kept.add(k)
                 used += counts[k]
         return kept
+
+    def by_document(self) -> list[list[int]]:
+        """Each document's positions, best first (ties in sentence order)."""
+        owner = [d for d, size in enumerate(self.sizes) for _ in range(size)]
+        out: list[list[int]] = [[] for _ in self.sizes]
+        for k in self.order:
+            out[owner[k]].append(k)
+        return out
 
     def flags(self, kept: set[int]) -> list[list[bool]]:
         out, start = [], 0
@@ -86,11 +74,11 @@ def pooled_keep(scores, counts, limit: float) -> list[list[bool]]:
 
 def per_document_keep(scores, counts, before, rate: float, min_sentences: int):
     check()
-    kept: set[tuple[int, int]] = set()
-    for doc in range(len(counts)):
-        order = ranked(scores, [doc])
-        mine = fill(order, counts, rate * before[doc])
+    pool = Pool(scores, counts)
+    kept: set[int] = set()
+    for doc, order in enumerate(pool.by_document()):
+        mine = pool.fill(order, rate * before[doc])
         if len(mine) < min_sentences:
-            mine |= {(d, i) for _, d, i in order[:min_sentences]}
+            mine |= set(order[:min_sentences])
         kept |= mine
-    return _flags(kept, counts)
+    return pool.flags(kept)

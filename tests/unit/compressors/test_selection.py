@@ -44,3 +44,33 @@ def test_the_flat_pool_selects_as_tuple_sorting_ties_included():
         counts = [[rng.randint(1, 9) for _ in range(n)] for n in sizes]
         limit = rng.randint(0, 30)
         assert pooled_keep(scores, counts, limit) == _tuple_pooled(scores, counts, limit)
+
+
+def _tuple_per_document(scores, counts, before, rate, min_sentences):
+    """The per-document tuple sorting the flat pool replaced (the reference)."""
+    kept = set()
+    for doc in range(len(counts)):
+        order = sorted((-float(s), doc, i) for i, s in enumerate(scores[doc]))
+        mine, used = set(), 0
+        for _, d, i in order:
+            if used + counts[d][i] <= rate * before[doc]:
+                mine.add((d, i))
+                used += counts[d][i]
+        if len(mine) < min_sentences:
+            mine |= {(d, i) for _, d, i in order[:min_sentences]}
+        kept |= mine
+    return [[(d, i) in kept for i in range(len(counts[d]))] for d in range(len(counts))]
+
+
+def test_per_document_selection_matches_tuple_sorting_ties_included():
+    import random
+
+    rng = random.Random(6)
+    for _ in range(300):
+        sizes = [rng.randint(0, 6) for _ in range(rng.randint(1, 5))]
+        scores = [[rng.choice([0.0, -0.0, 0.5, 0.25, 1.0]) for _ in range(n)] for n in sizes]
+        counts = [[rng.randint(1, 9) for _ in range(n)] for n in sizes]
+        before = [sum(c) for c in counts]
+        rate, least = rng.choice([0.0, 0.3, 0.5]), rng.randint(0, 2)
+        got = per_document_keep(scores, counts, before, rate, least)
+        assert got == _tuple_per_document(scores, counts, before, rate, least)
