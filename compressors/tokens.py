@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from compressors.base import TokenCounter
+from compressors.chunked_tokens import ChunkedTokenizer, Encoded
 from compressors.deadline import check
 
 _PER_CHAR = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -68,6 +69,7 @@ class HFTokenCounter:
         self.name = name or f"hf:{Path(self.path).name}"
         self._lock = threading.Lock()
         self._tokenizer = None
+        self._chunked: ChunkedTokenizer | None = None
 
     def _load(self):
         with self._lock:
@@ -83,6 +85,7 @@ class HFTokenCounter:
                     backend.no_padding()
                     backend.no_truncation()
                     tokenizer = backend
+                    self._chunked = ChunkedTokenizer(backend)
                 self._tokenizer = tokenizer
         return self._tokenizer
 
@@ -97,27 +100,29 @@ class HFTokenCounter:
         return self.count_spans_many([text], [spans])[0]
 
     def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
-        """count_spans of each text, from one batch encode (the tokenizer's own threads,
-        without the GIL)."""
-        tokenizer = self._tokenizer or self._load()
-        if not hasattr(tokenizer, "get_vocab_size"):
+        """count_spans of each text, from its tokens' offsets (chunked_tokens.py: memoized
+        per chunk where that is exact, else one batch encode)."""
+        if self._tokenizer is None:
+            self._load()
+        if self._chunked is None:  # a slow (Python) tokenizer: one call per span
             pairs = zip(texts, spans, strict=True)
             return [(self(t), [self(t[a:b]) for a, b in s]) for t, s in pairs]
-        encoded = tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [_per_span(e.offsets, s) for e, s in zip(encoded, spans, strict=True)]
+        encoded = self._chunked.encode_many(texts)
+        return [_per_span(e, s) for e, s in zip(encoded, spans, strict=True)]
 
 
-def _per_span(offsets, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
-    """(tokens, tokens starting inside each sorted, disjoint span) from token offsets."""
-    if not spans or not offsets:
-        return len(offsets), [0] * len(spans)
-    bounds = np.asarray(offsets, dtype=np.int64)
-    starts = np.asarray([s for s, _ in spans], dtype=np.int64)
-    ends = np.asarray([e for _, e in spans], dtype=np.int64)
-    first = np.searchsorted(ends, bounds[:, 0], side="right")  # first span ending after
+def _per_span(tokens: Encoded, spans: Sequence[tuple[int, int]]) -> tuple[int, list[int]]:
+    """(tokens, tokens overlapping each sorted, disjoint span, a token in the first it
+    overlaps) from token offsets."""
+    n = len(tokens.ids)
+    if not spans or not n:
+        return n, [0] * len(spans)
+    starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
+    ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
+    first = np.searchsorted(ends, tokens.starts, side="right")  # first span ending after
     hit = first < len(spans)
-    hit[hit] &= starts[first[hit]] < bounds[hit, 1]
-    return len(offsets), np.bincount(first[hit], minlength=len(spans)).tolist()
+    hit[hit] &= starts[first[hit]] < tokens.ends[hit]
+    return n, np.bincount(first[hit], minlength=len(spans)).tolist()
 
 
 def counter_name(count_tokens: TokenCounter) -> str:

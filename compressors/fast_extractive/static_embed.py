@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from compressors.chunked_tokens import ChunkedTokenizer
+
 DEFAULT_NAME = "static-minilm-l6-v2-d256"
 
 
@@ -40,6 +42,7 @@ class StaticEmbedder:
         self.model_path = Path(model_path)
         self._lock = threading.Lock()
         self._tokenizer = None
+        self._chunked: ChunkedTokenizer | None = None
         self.table: np.ndarray | None = None
 
     def load(self) -> StaticEmbedder:
@@ -53,6 +56,7 @@ class StaticEmbedder:
                 tokenizer.no_truncation()
                 table = load_file(str(self.model_path / "model.safetensors"))["embeddings"]
                 self.table = np.ascontiguousarray(table, dtype=np.float32)
+                self._chunked = ChunkedTokenizer(tokenizer)
                 self._tokenizer = tokenizer
         return self
 
@@ -66,11 +70,11 @@ class StaticEmbedder:
         return _tokens(self.tokenizer.encode(text, add_special_tokens=False))
 
     def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:
-        """Each text's tokens, from one batch encode (it runs without the GIL)."""
-        return [
-            _tokens(enc)
-            for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        ]
+        """Each text's tokens: memoized per chunk where that is exact, else from one
+        batch encode (compressors/chunked_tokens.py)."""
+        if self._chunked is None:
+            self.load()
+        return [Tokens(e.ids, e.starts) for e in self._chunked.encode_many(texts)]
 
     def token_ids(self, words: Sequence[str]) -> list[int | None]:
         """The id of each string when it is one token of the vocabulary, else None."""

@@ -1,0 +1,268 @@
+"""A tokenizer's tokens memoized per chunk of text: a cold document costs lookups.
+
+Why: on the cold path each document goes through two tokenizers (the static model's
+WordPiece and the target model's BPE), and each cost 3-4.5 ms per 1k tokens on one core
+here, most of it in the tokenizer's own normalization, pre-tokenization and offset
+alignment, paid again for every "the". A document is cut into chunks at positions where
+the tokenizer's own pre-tokenization always splits and its normalization is local, so
+its tokens are exactly its chunks' tokens, each chunk's offsets shifted by where it
+starts. A chunk's tokens are memoized (a word, not a document: the memo is shared, and
+bounded); the chunks not yet known are encoded in one call, joined at the same safe
+positions. Measured: docs/decisions/0001-request-path-at-gpu-speed.md ("Third pass").
+
+The safe positions depend on the tokenizer, read from its own configuration:
+
+- BERT WordPiece (`BertNormalizer`, `BertPreTokenizer`): it splits at every whitespace
+  character and isolates every punctuation character, so chunks are the runs between
+  spaces, tabs, CR, LF and ASCII punctuation, and each ASCII punctuation character; a
+  lowercasing normalizer lets an ASCII document be looked up lowercased (same length,
+  same offsets);
+- byte-level BPE with no normalizer (GPT-2's `ByteLevel` regex, or a `Split` with
+  Llama-3's or Qwen2's regex before a `ByteLevel` without one): none of those regexes'
+  pieces holds a non-space followed by a space, so a chunk starts at each single space
+  between two non-space characters;
+- anything else (SentencePiece, normalizers that are not local, an unknown regex): no
+  chunks; each document is encoded whole, as before.
+
+A text that holds an added token's content (`[CLS]`, `<|im_start|>`) is encoded whole:
+added tokens are matched before pre-tokenization, across any chunk boundary. At start-up
+a sample text (punctuation, contractions, digits, runs of spaces and newlines, accents,
+CJK, emoji) is encoded both ways; any difference turns chunking off for that tokenizer.
+
+Across tenants: the memo holds chunks (words), and a miss costs a few microseconds of a
+request that takes milliseconds, once: the probing request itself fills the entry, so a
+second probe reads nothing. The tokenizer's own BPE word cache is shared the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import filterfalse
+
+import numpy as np
+
+_ASCII_PUNCT = r"!-/:-@\[-`{-~"
+_PUNCT_SET = frozenset(chr(c) for c in range(33, 127) if not chr(c).isalnum())
+# every character belongs to one piece: a word or a punctuation character with the
+# whitespace before it (which holds no token), or the whitespace that ends a text
+_BERT_CHUNK = re.compile(rf"[ \t\n\r]*(?:[^ \t\n\r{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}])|[ \t\n\r]+")
+# a chunk starts at a space between two non-spaces, or at ASCII punctuation after an ASCII
+# letter (no regex below has a piece that holds either pair)
+_SPACE_BODY = rf"[^ {_ASCII_PUNCT}]|(?<![A-Za-z])[{_ASCII_PUNCT}]| (?!\S)|(?<!\S) "
+_SPACE_CHUNK = re.compile(rf"(?: (?=\S)|[{_ASCII_PUNCT}])(?:{_SPACE_BODY})*|(?:{_SPACE_BODY})+")
+_LETTER = " a"  # put before a chunk that starts with punctuation, when joining chunks
+_KNOWN_SPLITS = (  # pre-tokenizer regexes whose pieces never hold "non-space, space"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
+    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # Llama-3
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
+    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # Qwen2
+)
+SAMPLE = (
+    "Hello, world!  It's 3:45pm on 2024-05-06 (UTC); isn't it?\n\nNaïve café — "
+    "résumé\tvs.  RÉSUMÉ... [1] $12,345.67 50% e.g. C++ x=y+1 'quoted' \"double\"\n"
+    " leading space\r\n東京タワー는 한국어 😀 emoji  \u00a0nbsp don’t WE'LL ok.  end "
+)
+CAPACITY = 1_000_000  # tokens memoized per tokenizer (12 MB of arrays, ~15 MB of chunks)
+MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
+_BITS = 16  # a memo entry: (where its tokens start in the table) << _BITS | how many
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A text's token ids and each token's character offsets (start, end)."""
+
+    ids: np.ndarray  # int64
+    starts: np.ndarray  # int64
+    ends: np.ndarray  # int64
+
+
+def of_encoding(encoding) -> Encoded:
+    """A `tokenizers.Encoding` as arrays."""
+    offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+    ids = np.asarray(encoding.ids, dtype=np.int64)
+    return Encoded(ids, np.ascontiguousarray(offsets[:, 0]), np.ascontiguousarray(offsets[:, 1]))
+
+
+class _Table:
+    """Memoized chunks: chunk -> entry, and one array of every entry's tokens (ids,
+    starts and ends within the chunk), appended to, never changed in place. When full,
+    a new table replaces it whole (readers keep the one they started with)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.entries: dict[str, int] = {}
+        self.tokens = np.zeros((3, size), np.int64)
+        self.used = 0
+
+    def add(self, chunks: Sequence[str], tokens: np.ndarray, cuts: np.ndarray) -> None:
+        """`tokens[:, cuts[k]:cuts[k + 1]]` are `chunks[k]`'s."""
+        n = tokens.shape[1]
+        if self.used + n > self.tokens.shape[1]:
+            grown = np.zeros((3, max(2 * self.tokens.shape[1], self.used + n)), np.int64)
+            grown[:, : self.used] = self.tokens[:, : self.used]
+            self.tokens = grown  # a reader holding the old array still finds its entries
+        self.tokens[:, self.used : self.used + n] = tokens
+        codes = ((self.used + cuts[:-1]) << _BITS) | np.diff(cuts)
+        self.used += n
+        self.entries.update(zip(chunks, codes.tolist(), strict=True))
+
+
+class ChunkedTokenizer:
+    """`encode_many` of a `tokenizers.Tokenizer`, memoized per chunk where that is exact."""
+
+    def __init__(self, tokenizer, capacity: int = CAPACITY) -> None:
+        self.tokenizer = tokenizer
+        self.capacity = capacity
+        self._table = _Table()
+        self._lock = threading.Lock()
+        config = json.loads(tokenizer.to_str())
+        self.chunks, self.lower = _rule(config)
+        self._added = tuple(a["content"] for a in config.get("added_tokens") or ())
+        if self.chunks is not None and not self._agrees(SAMPLE):
+            self.chunks = None  # the configuration looked safe; the tokenizer says not
+        self._table = _Table()
+
+    @property
+    def chunked(self) -> bool:
+        return self.chunks is not None
+
+    def encode_many(self, texts: Sequence[str]) -> list[Encoded]:
+        """Each text's tokens; the chunks no text has shown before are encoded in one
+        call for all of them."""
+        pieces = [self._pieces(t) for t in texts]
+        self._learn_unknown(pieces)
+        table = self._table  # taken after learning: it holds what was learnt
+        out = [None if p is None else _assemble(table, p) for p in pieces]
+        whole = [i for i, e in enumerate(out) if e is None]
+        if whole:
+            batch = self.tokenizer.encode_batch([texts[i] for i in whole], add_special_tokens=False)
+            for i, encoding in zip(whole, batch, strict=True):
+                out[i] = of_encoding(encoding)
+        return out  # type: ignore[return-value]
+
+    def _learn_unknown(self, pieces: Sequence[list[str] | None]) -> None:
+        seen = set().union(*(p for p in pieces if p))
+        unknown = sorted(filterfalse(self._table.entries.__contains__, seen))
+        if unknown:
+            self._learn(unknown)
+
+    def _pieces(self, text: str) -> list[str] | None:
+        """The text's chunks, as memo keys (lowercased where that changes no token);
+        None where the text must be encoded whole: no safe chunks for this tokenizer, an
+        added token's content in it, or a chunk too long to memoize."""
+        if self.chunks is None or any(a in text for a in self._added):
+            return None
+        if not self.lower:
+            pieces = self.chunks.findall(text)
+        elif text.isascii():
+            pieces = self.chunks.findall(text.lower())
+        else:
+            pieces = [p.lower() if p.isascii() else p for p in self.chunks.findall(text)]
+        return None if pieces and max(map(len, pieces)) > MAX_CHUNK_CHARS else pieces
+
+    def _learn(self, chunks: list[str]) -> None:
+        """Encode unknown chunks in one call, each after what makes its start a cut; the
+        rest (at most a text's first and last chunk) in one batch."""
+        before = [self._before(c) for c in chunks]
+        joined = [(c, b) for c, b in zip(chunks, before, strict=True) if b is not None]
+        learnt = [_joined(self.tokenizer, joined)] if joined else []
+        alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
+        if alone:
+            batch = self.tokenizer.encode_batch(alone, add_special_tokens=False)
+            for chunk, encoding in zip(alone, batch, strict=True):
+                e = of_encoding(encoding)
+                tokens = np.stack([e.ids, e.starts, e.ends])
+                learnt.append(([chunk], tokens, np.array([0, len(e.ids)])))
+        with self._lock:
+            for names, tokens, cuts in learnt:
+                if self._table.used + tokens.shape[1] > self.capacity:
+                    self._table = _Table()
+                self._table.add(names, tokens, cuts)
+
+    def _before(self, chunk: str) -> str | None:
+        """What to put before `chunk` in a joined text so that its start is a cut and its
+        end is one too (None: it cannot be joined)."""
+        if self.chunks is _BERT_CHUNK:
+            return " "
+        if chunk[-1].isspace():
+            return None
+        if chunk[0] == " ":
+            return ""  # a space, then a non-space: the chunk rule's first cut
+        return _LETTER if chunk[0] in _PUNCT_SET else None
+
+    def _agrees(self, text: str) -> bool:
+        whole = of_encoding(self.tokenizer.encode(text, add_special_tokens=False))
+        for _ in range(2):  # once with every chunk unknown, once all memoized
+            mine = self.encode_many([text])[0]
+            if self._pieces(text) is None:
+                return False
+            pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
+            if not all(np.array_equal(a, b) for a, b in pairs):
+                return False
+        return True
+
+
+def _assemble(table: _Table, pieces: list[str]) -> Encoded | None:
+    """A text's tokens from its chunks' entries (None: one was not found)."""
+    codes = list(map(table.entries.get, pieces))
+    if None in codes:  # the table was replaced since the chunks were learnt: rare
+        return None
+    tokens = table.tokens  # read after the lookups: it holds every entry found
+    code = np.asarray(codes, np.int64).reshape(-1)
+    counts, where = code & ((1 << _BITS) - 1), code >> _BITS
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    first = np.cumsum(counts) - counts
+    index = np.repeat(where - first, counts) + np.arange(int(counts.sum()))
+    shift = np.repeat(np.cumsum(sizes) - sizes, counts)
+    return Encoded(tokens[0, index], tokens[1, index] + shift, tokens[2, index] + shift)
+
+
+def _joined(tokenizer, pieces: list[tuple[str, str]]):
+    """Encode (chunk, what goes before it) pairs joined, once: (the chunks, their tokens
+    with offsets within each chunk, where each chunk's tokens start and end). The tokens
+    of what went before are dropped."""
+    chunks = [c for c, _ in pieces]
+    text = "".join(b + c for c, b in pieces)
+    lead = np.fromiter((len(b) for _, b in pieces), np.int64, len(pieces))
+    sizes = np.fromiter(map(len, chunks), np.int64, len(chunks))
+    begin = np.cumsum(lead + sizes) - sizes
+    e = of_encoding(tokenizer.encode(text, add_special_tokens=False))
+    owner = np.searchsorted(begin, e.starts, side="right") - 1
+    mine = (owner >= 0) & (e.starts < begin[owner] + sizes[owner])
+    owner, shift = owner[mine], begin[owner[mine]]
+    tokens = np.stack([e.ids[mine], e.starts[mine] - shift, e.ends[mine] - shift])
+    return chunks, tokens, np.searchsorted(owner, np.arange(len(chunks) + 1), side="left")
+
+
+def _rule(config: dict) -> tuple[re.Pattern | None, bool]:
+    """The chunk regex for a tokenizer's configuration (None: no safe chunks), and
+    whether an ASCII text may be looked up lowercased."""
+    normalizer, pre = config.get("normalizer"), config.get("pre_tokenizer") or {}
+    model = (config.get("model") or {}).get("type")
+    bert = normalizer is None or normalizer.get("type") == "BertNormalizer"
+    if model == "WordPiece" and pre.get("type") == "BertPreTokenizer" and bert:
+        return _BERT_CHUNK, bool(normalizer and normalizer.get("lowercase"))
+    if model == "BPE" and normalizer is None and _byte_level_regex(pre):
+        return _SPACE_CHUNK, False
+    return None, False
+
+
+def _byte_level_regex(pre: dict) -> bool:
+    if pre.get("type") == "ByteLevel":
+        return pre.get("use_regex", True) and not pre.get("add_prefix_space", False)
+    steps = pre.get("pretokenizers") or []
+    if pre.get("type") != "Sequence" or len(steps) != 2:
+        return False
+    split, level = steps
+    return (
+        split.get("type") == "Split"
+        and (split.get("pattern") or {}).get("Regex") in _KNOWN_SPLITS
+        and split.get("behavior") == "Isolated"
+        and not split.get("invert", False)
+        and level.get("type") == "ByteLevel"
+        and not level.get("use_regex", True)
+        and not level.get("add_prefix_space", False)
+    )

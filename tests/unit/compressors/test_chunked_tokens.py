@@ -1,0 +1,137 @@
+"""Chunked tokenization gives exactly the tokenizer's own ids and offsets, or is off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+from compressors.chunked_tokens import SAMPLE, ChunkedTokenizer, of_encoding
+
+LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
+    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+CORPUS = [
+    "The Eiffel Tower (French: tour Eiffel) is 330 m tall; it was built in 1887-1889.",
+    "Don't stop! It's 3:45pm, isn't it?  \"Quoted\" text, [1] and e.g. C++ or x=y+1.\n",
+    "Naïve café — résumé\tvs. RÉSUMÉ... 東京タワー 한국어 😀 done.\r\n\n  indented line",
+    "URL https://example.com/a?b=c&d=e, a list: a,b,c; and (nested (parens)).",
+    "ΣΑΣ İstanbul \u00a0nbsp don’t WE'LL ok.  end ",
+]
+TRICKY = (
+    "ab Z, .;'\"()-–—\n\t\r 0123 é ñ 東 😀 \u00a0\u200b[]<>{}|_~`^$%&*+=/\\?!:ÀΣßİ"  # fmt: skip
+)
+
+
+def _train(pre, normalizer=None, model=None, trainer=None) -> Tokenizer:
+    tok = Tokenizer(model or models.BPE())
+    tok.pre_tokenizer = pre
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    trainer = trainer or trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=["<|im_start|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS * 20, trainer=trainer)
+    return tok
+
+
+@pytest.fixture(scope="module")
+def tokenizers_() -> dict[str, Tokenizer]:
+    wordpiece = _train(
+        pre_tokenizers.BertPreTokenizer(),
+        normalizers.BertNormalizer(lowercase=True),
+        models.WordPiece(unk_token="[UNK]"),
+        trainers.WordPieceTrainer(vocab_size=400, special_tokens=["[UNK]", "[CLS]"]),
+    )
+    llama = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    return {
+        "gpt2": _train(pre_tokenizers.ByteLevel(add_prefix_space=False)),
+        "llama3": _train(llama),
+        "wordpiece": wordpiece,
+        "metaspace": _train(pre_tokenizers.Metaspace()),
+    }
+
+
+def _same(tok: Tokenizer, chunked: ChunkedTokenizer, texts: list[str]) -> None:
+    for text, mine in zip(texts, chunked.encode_many(texts), strict=True):
+        whole = of_encoding(tok.encode(text, add_special_tokens=False))
+        assert np.array_equal(mine.ids, whole.ids), text
+        assert np.array_equal(mine.starts, whole.starts), text
+        assert np.array_equal(mine.ends, whole.ends), text
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama3", "wordpiece"])
+def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind):
+    tok = tokenizers_[kind]
+    chunked = ChunkedTokenizer(tok)
+    assert chunked.chunked
+    _same(tok, chunked, CORPUS + [SAMPLE, "", " ", "x", " lead", "trail "])
+    _same(tok, chunked, CORPUS)  # the second time every chunk is memoized
+
+
+def test_an_unknown_pre_tokenizer_encodes_texts_whole(tokenizers_):
+    tok = tokenizers_["metaspace"]
+    chunked = ChunkedTokenizer(tok)
+    assert not chunked.chunked
+    _same(tok, chunked, CORPUS)
+
+
+def test_a_text_with_an_added_token_is_encoded_whole(tokenizers_):
+    tok = tokenizers_["gpt2"]
+    chunked = ChunkedTokenizer(tok)
+    text = "a <|im_start|>user says hi, [CLS] here"
+    _same(tok, chunked, [text])
+    assert "<|im_start|>" in chunked._added and chunked._pieces(text) is None
+
+
+def test_a_self_check_that_fails_turns_chunking_off(tokenizers_, monkeypatch):
+    import compressors.chunked_tokens as module
+
+    wrong = module.re.compile(r".{1,3}", module.re.S)  # cuts words in three: never exact
+    monkeypatch.setattr(module, "_rule", lambda config: (wrong, False))
+    tok = tokenizers_["wordpiece"]
+    chunked = ChunkedTokenizer(tok)
+    assert not chunked.chunked
+    _same(tok, chunked, CORPUS)
+
+
+def test_a_full_table_is_replaced_and_stays_exact(tokenizers_):
+    tok = tokenizers_["gpt2"]
+    chunked = ChunkedTokenizer(tok, capacity=40)
+    _same(tok, chunked, CORPUS * 3)
+    assert chunked._table.used <= 40
+
+
+def test_a_chunk_too_long_to_memoize_encodes_its_text_whole(tokenizers_):
+    tok = tokenizers_["wordpiece"]
+    chunked = ChunkedTokenizer(tok)
+    text = "a " + "x" * 300 + " b"
+    _same(tok, chunked, [text])
+    assert chunked._pieces(text) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet=TRICKY, max_size=40), min_size=1, max_size=3))
+def test_any_text_is_exact(tokenizers_, texts):
+    for kind in ("gpt2", "llama3", "wordpiece"):
+        tok = tokenizers_[kind]
+        _same(tok, _chunked_of(tok), texts)
+
+
+_CACHE: dict[int, ChunkedTokenizer] = {}
+
+
+def _chunked_of(tok: Tokenizer) -> ChunkedTokenizer:
+    """One ChunkedTokenizer per tokenizer across examples: memo hits are tested too."""
+    return _CACHE.setdefault(id(tok), ChunkedTokenizer(tok))
