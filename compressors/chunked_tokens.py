@@ -41,7 +41,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import filterfalse
+from itertools import chain, filterfalse
 
 import numpy as np
 
@@ -134,8 +134,12 @@ class ChunkedTokenizer:
         call for all of them."""
         pieces = [self._pieces(t) for t in texts]
         self._learn_unknown(pieces)
-        table = self._table  # taken after learning: it holds what was learnt
-        out = [None if p is None else _assemble(table, p) for p in pieces]
+        chunked = [i for i, p in enumerate(pieces) if p is not None]
+        # the table taken after learning: it holds what was learnt
+        found = _assemble(self._table, [pieces[i] for i in chunked]) if chunked else []
+        out: list[Encoded | None] = [None] * len(texts)
+        for i, e in zip(chunked, found or [None] * len(chunked), strict=True):
+            out[i] = e
         whole = [i for i, e in enumerate(out) if e is None]
         if whole:
             batch = self.tokenizer.encode_batch([texts[i] for i in whole], add_special_tokens=False)
@@ -205,19 +209,32 @@ class ChunkedTokenizer:
         return True
 
 
-def _assemble(table: _Table, pieces: list[str]) -> Encoded | None:
-    """A text's tokens from its chunks' entries (None: one was not found)."""
-    codes = list(map(table.entries.get, pieces))
+def _assemble(table: _Table, pieces: list[list[str]]) -> list[Encoded] | None:
+    """Each text's tokens from its chunks' entries, in one pass over all of them (None:
+    a chunk was not found)."""
+    flat = list(chain.from_iterable(pieces))
+    if not flat:
+        empty = np.zeros(0, np.int64)
+        return [Encoded(empty, empty, empty) for _ in pieces]
+    codes = list(map(table.entries.get, flat))
     if None in codes:  # the table was replaced since the chunks were learnt: rare
         return None
     tokens = table.tokens  # read after the lookups: it holds every entry found
     code = np.asarray(codes, np.int64).reshape(-1)
     counts, where = code & ((1 << _BITS) - 1), code >> _BITS
-    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
-    first = np.cumsum(counts) - counts
-    index = np.repeat(where - first, counts) + np.arange(int(counts.sum()))
-    shift = np.repeat(np.cumsum(sizes) - sizes, counts)
-    return Encoded(tokens[0, index], tokens[1, index] + shift, tokens[2, index] + shift)
+    per_text = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    sizes = np.fromiter(map(len, flat), np.int64, len(flat))
+    begins = np.cumsum(sizes) - sizes  # where each chunk starts in all texts joined
+    text_first = np.cumsum(per_text) - per_text  # each text's first chunk
+    text_begin = begins[np.minimum(text_first, len(flat) - 1)]  # (an empty text: unused)
+    offset = begins - np.repeat(text_begin, per_text)  # where each starts in its text
+    index = np.repeat(where - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+    shift = np.repeat(offset, counts)
+    ids, starts, ends = tokens[0, index], tokens[1, index] + shift, tokens[2, index] + shift
+    bounds = np.r_[0, np.cumsum(counts)][np.r_[text_first, len(flat)]].tolist()
+    return [
+        Encoded(ids[a:b], starts[a:b], ends[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
+    ]
 
 
 def _joined(tokenizer, pieces: list[tuple[str, str]]):
