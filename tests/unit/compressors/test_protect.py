@@ -1,6 +1,8 @@
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compressors.protect import (
     KINDS,
@@ -101,6 +103,25 @@ def test_fast_number_and_date_patterns_find_the_plain_spans():
             assert [m.span() for m in fast.finditer(text)] == [
                 m.span() for m in reference.finditer(text)
             ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="a1_ $€£+-.,:/\u2013%é٣x9\n", max_size=40))
+def test_numbers_searched_in_their_runs_are_the_whole_text_search(text):
+    """number_spans runs the pattern only over digit-holding runs: same spans."""
+    import re
+
+    from compressors.protect import _PATTERNS, number_spans
+
+    number = re.compile(_PATTERNS["number"])
+    assert number_spans(number, text) == [m.span() for m in number.finditer(text)]
+
+
+def test_number_runs_stay_linear():
+    for text in ("1a" * 200_000, "a" * 400_000 + "1", "1 " * 200_000, "$1.2," * 80_000):
+        started = time.perf_counter()
+        Protector(["number"]).spans(text)
+        assert time.perf_counter() - started < 1.5, text[:20]
 
 
 @pytest.mark.parametrize(
