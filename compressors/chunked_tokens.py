@@ -10,19 +10,11 @@ starts. A chunk's tokens are memoized (a word, not a document: the memo is share
 bounded); the chunks not yet known are encoded in one call, joined at the same safe
 positions. Measured: docs/decisions/0001-request-path-at-gpu-speed.md ("Third pass").
 
-The safe positions depend on the tokenizer, read from its own configuration:
-
-- BERT WordPiece (`BertNormalizer`, `BertPreTokenizer`): it splits at every whitespace
-  character and isolates every punctuation character, so chunks are the runs between
-  spaces, tabs, CR, LF and ASCII punctuation, and each ASCII punctuation character; a
-  lowercasing normalizer lets an ASCII document be looked up lowercased (same length,
-  same offsets);
-- byte-level BPE with no normalizer (GPT-2's `ByteLevel` regex, or a `Split` with
-  Llama-3's or Qwen2's regex before a `ByteLevel` without one): none of those regexes'
-  pieces holds a non-space followed by a space, so a chunk starts at each single space
-  between two non-space characters;
-- anything else (SentencePiece, normalizers that are not local, an unknown regex): no
-  chunks; each document is encoded whole, as before.
+The safe positions depend on the tokenizer, read from its own configuration
+(compressors/chunk_rules.py); a tokenizer with none (SentencePiece, an unknown regex)
+has each text encoded whole, as before. Where most of a request's chunks are unknown (a
+new process, a new corpus) its texts are encoded whole too, on the tokenizer's threads,
+and their chunks are learnt from that.
 
 A text that holds an added token's content (`[CLS]`, `<|im_start|>`) is encoded whole:
 added tokens are matched before pre-tokenization, across any chunk boundary. At start-up
@@ -37,7 +29,6 @@ second probe reads nothing. The tokenizer's own BPE word cache is shared the sam
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,28 +36,11 @@ from itertools import chain, filterfalse
 
 import numpy as np
 
-_ASCII_PUNCT = r"!-/:-@\[-`{-~"
-_PUNCT_SET = frozenset(chr(c) for c in range(33, 127) if not chr(c).isalnum())
-# every character belongs to one piece: a word or a punctuation character with the
-# whitespace before it (which holds no token), or the whitespace that ends a text
-_BERT_CHUNK = re.compile(rf"[ \t\n\r]*(?:[^ \t\n\r{_ASCII_PUNCT}]+|[{_ASCII_PUNCT}])|[ \t\n\r]+")
-# a chunk starts at a space between two non-spaces, or at ASCII punctuation after an ASCII
-# letter (no regex below has a piece that holds either pair)
-_SPACE_BODY = rf"[^ {_ASCII_PUNCT}]|(?<![A-Za-z])[{_ASCII_PUNCT}]| (?!\S)|(?<!\S) "
-_SPACE_CHUNK = re.compile(rf"(?: (?=\S)|[{_ASCII_PUNCT}])(?:{_SPACE_BODY})*|(?:{_SPACE_BODY})+")
-_LETTER = " a"  # put before a chunk that starts with punctuation, when joining chunks
-_KNOWN_SPLITS = (  # pre-tokenizer regexes whose pieces never hold "non-space, space"
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
-    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # Llama-3
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+"
-    r"[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",  # Qwen2
-)
-SAMPLE = (
-    "Hello, world!  It's 3:45pm on 2024-05-06 (UTC); isn't it?\n\nNaïve café — "
-    "résumé\tvs.  RÉSUMÉ... [1] $12,345.67 50% e.g. C++ x=y+1 'quoted' \"double\"\n"
-    " leading space\r\n東京タワー는 한국어 😀 emoji  \u00a0nbsp don’t WE'LL ok.  end "
-)
+from compressors import chunk_rules
+from compressors.chunk_rules import SAMPLE, rule
+
 CAPACITY = 1_000_000  # tokens memoized per tokenizer (12 MB of arrays, ~15 MB of chunks)
+WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
 MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
 _BITS = 16  # a memo entry: (where its tokens start in the table) << _BITS | how many
 
@@ -113,13 +87,16 @@ class _Table:
 class ChunkedTokenizer:
     """`encode_many` of a `tokenizers.Tokenizer`, memoized per chunk where that is exact."""
 
-    def __init__(self, tokenizer, capacity: int = CAPACITY) -> None:
+    def __init__(
+        self, tokenizer, capacity: int = CAPACITY, whole_share: float = WHOLE_SHARE
+    ) -> None:
         self.tokenizer = tokenizer
         self.capacity = capacity
+        self.whole_share = whole_share
         self._table = _Table()
         self._lock = threading.Lock()
         config = json.loads(tokenizer.to_str())
-        self.chunks, self.lower = _rule(config)
+        self.chunks, self.lower = rule(config)
         self._added = tuple(a["content"] for a in config.get("added_tokens") or ())
         if self.chunks is not None and not self._agrees(SAMPLE):
             self.chunks = None  # the configuration looked safe; the tokenizer says not
@@ -131,9 +108,16 @@ class ChunkedTokenizer:
 
     def encode_many(self, texts: Sequence[str]) -> list[Encoded]:
         """Each text's tokens; the chunks no text has shown before are encoded in one
-        call for all of them."""
+        call for all of them, or, where they are most of the texts (a new process, a new
+        corpus), the texts are encoded whole (the tokenizer's threads) and their chunks
+        learnt from that."""
         pieces = [self._pieces(t) for t in texts]
-        self._learn_unknown(pieces)
+        seen = set().union(*(p for p in pieces if p))
+        unknown = sorted(filterfalse(self._table.entries.__contains__, seen))
+        if len(unknown) > self.whole_share * sum(len(p) for p in pieces if p):
+            return self._whole(texts, pieces, set(unknown))
+        if unknown:
+            self._learn(unknown)
         chunked = [i for i, p in enumerate(pieces) if p is not None]
         # the table taken after learning: it holds what was learnt
         found = _assemble(self._table, [pieces[i] for i in chunked]) if chunked else []
@@ -147,11 +131,14 @@ class ChunkedTokenizer:
                 out[i] = of_encoding(encoding)
         return out  # type: ignore[return-value]
 
-    def _learn_unknown(self, pieces: Sequence[list[str] | None]) -> None:
-        seen = set().union(*(p for p in pieces if p))
-        unknown = sorted(filterfalse(self._table.entries.__contains__, seen))
-        if unknown:
-            self._learn(unknown)
+    def _whole(self, texts: Sequence[str], pieces: Sequence[list[str] | None],
+               unknown: set[str]) -> list[Encoded]:  # fmt: skip
+        """Encode the texts whole, and memoize their unknown chunks' tokens from that."""
+        batch = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        out = [of_encoding(e) for e in batch]
+        learnt = [_split(e, p, unknown) for e, p in zip(out, pieces, strict=True) if p]
+        self._keep(learnt)
+        return out
 
     def _pieces(self, text: str) -> list[str] | None:
         """The text's chunks, as memo keys (lowercased where that changes no token);
@@ -170,7 +157,7 @@ class ChunkedTokenizer:
     def _learn(self, chunks: list[str]) -> None:
         """Encode unknown chunks in one call, each after what makes its start a cut; the
         rest (at most a text's first and last chunk) in one batch."""
-        before = [self._before(c) for c in chunks]
+        before = [chunk_rules.before(self.chunks, c) for c in chunks]
         joined = [(c, b) for c, b in zip(chunks, before, strict=True) if b is not None]
         learnt = [_joined(self.tokenizer, joined)] if joined else []
         alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
@@ -180,33 +167,47 @@ class ChunkedTokenizer:
                 e = of_encoding(encoding)
                 tokens = np.stack([e.ids, e.starts, e.ends])
                 learnt.append(([chunk], tokens, np.array([0, len(e.ids)])))
+        self._keep(learnt)
+
+    def _keep(self, learnt) -> None:
         with self._lock:
             for names, tokens, cuts in learnt:
                 if self._table.used + tokens.shape[1] > self.capacity:
                     self._table = _Table()
                 self._table.add(names, tokens, cuts)
 
-    def _before(self, chunk: str) -> str | None:
-        """What to put before `chunk` in a joined text so that its start is a cut and its
-        end is one too (None: it cannot be joined)."""
-        if self.chunks is _BERT_CHUNK:
-            return " "
-        if chunk[-1].isspace():
-            return None
-        if chunk[0] == " ":
-            return ""  # a space, then a non-space: the chunk rule's first cut
-        return _LETTER if chunk[0] in _PUNCT_SET else None
-
     def _agrees(self, text: str) -> bool:
+        """Whether the text's tokens read back from the memo are its whole encoding's,
+        with its chunks learnt joined, then learnt from the whole encoding."""
         whole = of_encoding(self.tokenizer.encode(text, add_special_tokens=False))
-        for _ in range(2):  # once with every chunk unknown, once all memoized
-            mine = self.encode_many([text])[0]
+        for from_whole in (False, True):
+            self._table = _Table()
             if self._pieces(text) is None:
                 return False
+            if from_whole:
+                self._whole([text], [self._pieces(text)], set(self._pieces(text)))
+            else:
+                self._learn(sorted(set(self._pieces(text))))
+            mine = self.encode_many([text])[0]
             pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
             if not all(np.array_equal(a, b) for a, b in pairs):
                 return False
         return True
+
+
+def _split(whole: Encoded, pieces: list[str], unknown: set[str]):
+    """The tokens of a text's chunks in `unknown` (each once: taken out of the set), cut
+    from the text's whole encoding: (chunks, tokens within each, where each starts)."""
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    begins = np.cumsum(sizes) - sizes
+    owner = np.searchsorted(begins, whole.starts, side="right") - 1
+    counts = np.bincount(owner, minlength=len(pieces))
+    new = [p in unknown and not unknown.discard(p) for p in pieces]
+    keep = np.repeat(np.asarray(new, bool), counts)
+    shift = begins[owner[keep]]
+    tokens = np.stack([whole.ids[keep], whole.starts[keep] - shift, whole.ends[keep] - shift])
+    names = [p for p, n in zip(pieces, new, strict=True) if n]
+    return names, tokens, np.r_[0, np.cumsum(counts[np.asarray(new, bool)])]
 
 
 def _assemble(table: _Table, pieces: list[list[str]]) -> list[Encoded] | None:
@@ -252,34 +253,3 @@ def _joined(tokenizer, pieces: list[tuple[str, str]]):
     owner, shift = owner[mine], begin[owner[mine]]
     tokens = np.stack([e.ids[mine], e.starts[mine] - shift, e.ends[mine] - shift])
     return chunks, tokens, np.searchsorted(owner, np.arange(len(chunks) + 1), side="left")
-
-
-def _rule(config: dict) -> tuple[re.Pattern | None, bool]:
-    """The chunk regex for a tokenizer's configuration (None: no safe chunks), and
-    whether an ASCII text may be looked up lowercased."""
-    normalizer, pre = config.get("normalizer"), config.get("pre_tokenizer") or {}
-    model = (config.get("model") or {}).get("type")
-    bert = normalizer is None or normalizer.get("type") == "BertNormalizer"
-    if model == "WordPiece" and pre.get("type") == "BertPreTokenizer" and bert:
-        return _BERT_CHUNK, bool(normalizer and normalizer.get("lowercase"))
-    if model == "BPE" and normalizer is None and _byte_level_regex(pre):
-        return _SPACE_CHUNK, False
-    return None, False
-
-
-def _byte_level_regex(pre: dict) -> bool:
-    if pre.get("type") == "ByteLevel":
-        return pre.get("use_regex", True) and not pre.get("add_prefix_space", False)
-    steps = pre.get("pretokenizers") or []
-    if pre.get("type") != "Sequence" or len(steps) != 2:
-        return False
-    split, level = steps
-    return (
-        split.get("type") == "Split"
-        and (split.get("pattern") or {}).get("Regex") in _KNOWN_SPLITS
-        and split.get("behavior") == "Isolated"
-        and not split.get("invert", False)
-        and level.get("type") == "ByteLevel"
-        and not level.get("use_regex", True)
-        and not level.get("add_prefix_space", False)
-    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -71,10 +73,11 @@ def _same(tok: Tokenizer, chunked: ChunkedTokenizer, texts: list[str]) -> None:
         assert np.array_equal(mine.ends, whole.ends), text
 
 
+@pytest.mark.parametrize("share", [0.0, 0.2, 1.0])  # unknown chunks learnt: whole, either, joined
 @pytest.mark.parametrize("kind", ["gpt2", "llama3", "wordpiece"])
-def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind):
+def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind, share):
     tok = tokenizers_[kind]
-    chunked = ChunkedTokenizer(tok)
+    chunked = ChunkedTokenizer(tok, whole_share=share)
     assert chunked.chunked
     _same(tok, chunked, CORPUS + [SAMPLE, "", " ", "x", " lead", "trail "])
     _same(tok, chunked, CORPUS)  # the second time every chunk is memoized
@@ -98,8 +101,8 @@ def test_a_text_with_an_added_token_is_encoded_whole(tokenizers_):
 def test_a_self_check_that_fails_turns_chunking_off(tokenizers_, monkeypatch):
     import compressors.chunked_tokens as module
 
-    wrong = module.re.compile(r".{1,3}", module.re.S)  # cuts words in three: never exact
-    monkeypatch.setattr(module, "_rule", lambda config: (wrong, False))
+    wrong = re.compile(r".{1,3}", re.S)  # cuts words in three: never exact
+    monkeypatch.setattr(module, "rule", lambda config: (wrong, False))
     tok = tokenizers_["wordpiece"]
     chunked = ChunkedTokenizer(tok)
     assert not chunked.chunked
@@ -108,7 +111,7 @@ def test_a_self_check_that_fails_turns_chunking_off(tokenizers_, monkeypatch):
 
 def test_a_full_table_is_replaced_and_stays_exact(tokenizers_):
     tok = tokenizers_["gpt2"]
-    chunked = ChunkedTokenizer(tok, capacity=40)
+    chunked = ChunkedTokenizer(tok, capacity=40, whole_share=1.0)
     _same(tok, chunked, CORPUS * 3)
     assert chunked._table.used <= 40
 
@@ -126,12 +129,15 @@ def test_a_chunk_too_long_to_memoize_encodes_its_text_whole(tokenizers_):
 def test_any_text_is_exact(tokenizers_, texts):
     for kind in ("gpt2", "llama3", "wordpiece"):
         tok = tokenizers_[kind]
-        _same(tok, _chunked_of(tok), texts)
+        for share in (0.0, 1.0):
+            _same(tok, _chunked_of(tok, share), texts)
 
 
-_CACHE: dict[int, ChunkedTokenizer] = {}
+_CACHE: dict[tuple[int, float], ChunkedTokenizer] = {}
 
 
-def _chunked_of(tok: Tokenizer) -> ChunkedTokenizer:
-    """One ChunkedTokenizer per tokenizer across examples: memo hits are tested too."""
-    return _CACHE.setdefault(id(tok), ChunkedTokenizer(tok))
+def _chunked_of(tok: Tokenizer, share: float) -> ChunkedTokenizer:
+    """One ChunkedTokenizer per tokenizer and way of learning across examples: memo hits
+    are tested too."""
+    key = (id(tok), share)
+    return _CACHE.setdefault(key, ChunkedTokenizer(tok, whole_share=share))
