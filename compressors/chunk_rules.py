@@ -20,6 +20,7 @@ Read from the tokenizer's own configuration (`Tokenizer.to_str()`):
 
 from __future__ import annotations
 
+import json
 import re
 
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"
@@ -43,6 +44,20 @@ SAMPLE = (
     "résumé\tvs.  RÉSUMÉ... [1] $12,345.67 50% e.g. C++ x=y+1 'quoted' \"double\"\n"
     " leading space\r\n東京タワー는 한국어 😀 emoji  \u00a0nbsp don’t WE'LL ok.  end "
 )
+
+
+def config_of(tokenizer) -> dict:
+    """The parts of a tokenizer's configuration the cut rules read (its whole JSON, with
+    the vocabulary, takes a quarter second to parse)."""
+
+    def part(component) -> dict | None:
+        return None if component is None else json.loads(component.__getstate__())
+
+    return {
+        "normalizer": part(tokenizer.normalizer),
+        "pre_tokenizer": part(tokenizer.pre_tokenizer),
+        "model": {"type": type(tokenizer.model).__name__},
+    }
 
 
 def rule(config: dict) -> tuple[re.Pattern | None, bool]:

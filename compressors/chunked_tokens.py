@@ -28,7 +28,6 @@ second probe reads nothing. The tokenizer's own BPE word cache is shared the sam
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,10 +36,12 @@ from itertools import chain, filterfalse
 import numpy as np
 
 from compressors import chunk_rules
-from compressors.chunk_rules import SAMPLE, rule
+from compressors.chunk_rules import SAMPLE, config_of, rule
 
 CAPACITY = 1_000_000  # tokens memoized per tokenizer (12 MB of arrays, ~15 MB of chunks)
 WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
+PRIME_IDS = 12_000  # vocabulary tokens a new ChunkedTokenizer learns (~0.1-0.3 s here)
+SAMPLE_CHARS = 8_000  # of a request's texts, cut to decide (and then learnt from)
 MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
 _BITS = 16  # a memo entry: (where its tokens start in the table) << _BITS | how many
 
@@ -88,19 +89,36 @@ class ChunkedTokenizer:
     """`encode_many` of a `tokenizers.Tokenizer`, memoized per chunk where that is exact."""
 
     def __init__(
-        self, tokenizer, capacity: int = CAPACITY, whole_share: float = WHOLE_SHARE
+        self,
+        tokenizer,
+        capacity: int = CAPACITY,
+        whole_share: float = WHOLE_SHARE,
+        prime: bool = True,
     ) -> None:
         self.tokenizer = tokenizer
         self.capacity = capacity
         self.whole_share = whole_share
         self._table = _Table()
         self._lock = threading.Lock()
-        config = json.loads(tokenizer.to_str())
-        self.chunks, self.lower = rule(config)
-        self._added = tuple(a["content"] for a in config.get("added_tokens") or ())
+        self.chunks, self.lower = rule(config_of(tokenizer))
+        self._added = tuple(a.content for a in tokenizer.get_added_tokens_decoder().values())
         if self.chunks is not None and not self._agrees(SAMPLE):
             self.chunks = None  # the configuration looked safe; the tokenizer says not
         self._table = _Table()
+        if self.chunks is not None and prime:
+            self._learn(self._vocabulary_chunks(PRIME_IDS))
+
+    def _vocabulary_chunks(self, ids: int) -> list[str]:
+        """The text of the tokenizer's first `ids` tokens (the most frequent words first,
+        in BPE merge order and in BERT's vocabulary) where it is one chunk, and for
+        WordPiece with a space before it too: a new process knows the common words before
+        any request, from nothing a request sent."""
+        size = min(ids, self.tokenizer.get_vocab_size())
+        texts = self.tokenizer.decode_batch([[i] for i in range(size)], skip_special_tokens=True)
+        if self.chunks is chunk_rules.BERT_CHUNK:
+            texts += [" " + t for t in texts]
+        found = self.chunks.findall
+        return sorted({t for t in texts if t and t.isprintable() and found(t) == [t]})
 
     @property
     def chunked(self) -> bool:
@@ -111,11 +129,9 @@ class ChunkedTokenizer:
         call for all of them, or, where they are most of the texts (a new process, a new
         corpus), the texts are encoded whole (the tokenizer's threads) and their chunks
         learnt from that."""
-        pieces = [self._pieces(t) for t in texts]
-        seen = set().union(*(p for p in pieces if p))
-        unknown = sorted(filterfalse(self._table.entries.__contains__, seen))
+        pieces, unknown = self._sample(texts)
         if len(unknown) > self.whole_share * sum(len(p) for p in pieces if p):
-            return self._whole(texts, pieces, set(unknown))
+            return self._whole(texts, pieces, set(unknown))  # the sample: mostly unknown
         if unknown:
             self._learn(unknown)
         chunked = [i for i, p in enumerate(pieces) if p is not None]
@@ -131,12 +147,29 @@ class ChunkedTokenizer:
                 out[i] = of_encoding(encoding)
         return out  # type: ignore[return-value]
 
+    def _sample(self, texts: Sequence[str]) -> tuple[list[list[str] | None], list[str]]:
+        """Each text's chunks and the unknown ones; once SAMPLE_CHARS of texts are cut and
+        more than `whole_share` of their chunks are unknown, the rest are not cut (the
+        request is encoded whole; the sample teaches the memo)."""
+        pieces: list[list[str] | None] = []
+        entries, unknown, chars, total = self._table.entries, set(), 0, 0
+        for text in texts:
+            if chars >= SAMPLE_CHARS and len(unknown) > self.whole_share * total:
+                break
+            pieces.append(self._pieces(text))
+            chars += len(text)
+            if pieces[-1]:
+                unknown.update(filterfalse(entries.__contains__, pieces[-1]))
+                total += len(pieces[-1])
+        return pieces, sorted(unknown)
+
     def _whole(self, texts: Sequence[str], pieces: Sequence[list[str] | None],
                unknown: set[str]) -> list[Encoded]:  # fmt: skip
-        """Encode the texts whole, and memoize their unknown chunks' tokens from that."""
+        """Encode the texts whole, and memoize the unknown chunks of those cut (`pieces`,
+        the first texts) from that."""
         batch = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         out = [of_encoding(e) for e in batch]
-        learnt = [_split(e, p, unknown) for e, p in zip(out, pieces, strict=True) if p]
+        learnt = [_split(e, p, unknown) for e, p in zip(out, pieces, strict=False) if p]
         self._keep(learnt)
         return out
 
@@ -162,11 +195,10 @@ class ChunkedTokenizer:
         learnt = [_joined(self.tokenizer, joined)] if joined else []
         alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
         if alone:
-            batch = self.tokenizer.encode_batch(alone, add_special_tokens=False)
-            for chunk, encoding in zip(alone, batch, strict=True):
-                e = of_encoding(encoding)
-                tokens = np.stack([e.ids, e.starts, e.ends])
-                learnt.append(([chunk], tokens, np.array([0, len(e.ids)])))
+            batch = [of_encoding(e) for e in self.tokenizer.encode_batch(alone, False)]
+            tokens = [np.stack([e.ids, e.starts, e.ends]) for e in batch]
+            counts = np.fromiter((len(e.ids) for e in batch), np.int64, len(batch))
+            learnt.append((alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)]))
         self._keep(learnt)
 
     def _keep(self, learnt) -> None:
@@ -184,7 +216,7 @@ class ChunkedTokenizer:
             self._table = _Table()
             if self._pieces(text) is None:
                 return False
-            if from_whole:
+            if from_whole:  # the way a new process's first requests are learnt
                 self._whole([text], [self._pieces(text)], set(self._pieces(text)))
             else:
                 self._learn(sorted(set(self._pieces(text))))

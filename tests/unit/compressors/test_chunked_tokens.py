@@ -141,3 +141,11 @@ def _chunked_of(tok: Tokenizer, share: float) -> ChunkedTokenizer:
     are tested too."""
     key = (id(tok), share)
     return _CACHE.setdefault(key, ChunkedTokenizer(tok, whole_share=share))
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "wordpiece"])
+def test_a_new_tokenizer_starts_with_its_vocabulary_learnt(tokenizers_, kind):
+    tok = tokenizers_[kind]
+    primed, bare = ChunkedTokenizer(tok), ChunkedTokenizer(tok, prime=False)
+    assert not bare._table.entries and len(primed._table.entries) > 100
+    _same(tok, primed, CORPUS)
