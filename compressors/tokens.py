@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from compressors._chunked_tokens import ChunkedTokenizer, Encoded
 from compressors.base import TokenCounter
-from compressors.chunked_tokens import ChunkedTokenizer, Encoded
 from compressors.deadline import check
 
 _PER_CHAR = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -100,7 +100,7 @@ class HFTokenCounter:
         return self.count_spans_many([text], [spans])[0]
 
     def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
-        """count_spans of each text, from its tokens' offsets (chunked_tokens.py: memoized
+        """count_spans of each text, from its tokens' offsets (_chunked_tokens.py: memoized
         per chunk where that is exact, else one batch encode)."""
         if self._tokenizer is None:
             self._load()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from compressors.chunked_tokens import ChunkedTokenizer
+from compressors._chunked_tokens import ChunkedTokenizer
 
 DEFAULT_NAME = "static-minilm-l6-v2-d256"
 
@@ -71,7 +71,7 @@ class StaticEmbedder:
 
     def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:
         """Each text's tokens: memoized per chunk where that is exact, else from one
-        batch encode (compressors/chunked_tokens.py)."""
+        batch encode (compressors/_chunked_tokens.py)."""
         if self._chunked is None:
             self.load()
         return [Tokens(e.ids, e.starts) for e in self._chunked.encode_many(texts)]

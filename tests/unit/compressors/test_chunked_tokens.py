@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-from compressors.chunked_tokens import SAMPLE, ChunkedTokenizer, of_encoding
+from compressors._chunked_tokens import SAMPLE, ChunkedTokenizer, of_encoding
 
 LLAMA3 = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+"
@@ -99,7 +99,7 @@ def test_a_text_with_an_added_token_is_encoded_whole(tokenizers_):
 
 
 def test_a_self_check_that_fails_turns_chunking_off(tokenizers_, monkeypatch):
-    import compressors.chunked_tokens as module
+    import compressors._chunked_tokens as module
 
     wrong = re.compile(r".{1,3}", re.S)  # cuts words in three: never exact
     monkeypatch.setattr(module, "rule", lambda config: (wrong, False))

@@ -1,5 +1,5 @@
 """Where a tokenizer's tokens may be cut into chunks: positions its own
-pre-tokenization always cuts at, where its normalization is local (chunked_tokens.py).
+pre-tokenization always cuts at, where its normalization is local (_chunked_tokens.py).
 
 Read from the tokenizer's own configuration (`Tokenizer.to_str()`):
 

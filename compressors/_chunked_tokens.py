@@ -11,7 +11,7 @@ bounded); the chunks not yet known are encoded in one call, joined at the same s
 positions. Measured: docs/decisions/0001-request-path-at-gpu-speed.md ("Third pass").
 
 The safe positions depend on the tokenizer, read from its own configuration
-(compressors/chunk_rules.py); a tokenizer with none (SentencePiece, an unknown regex)
+(compressors/_chunk_rules.py); a tokenizer with none (SentencePiece, an unknown regex)
 has each text encoded whole, as before. Where most of a request's chunks are unknown (a
 new process, a new corpus) its texts are encoded whole too, on the tokenizer's threads,
 and their chunks are learnt from that.
@@ -35,8 +35,8 @@ from itertools import chain, filterfalse
 
 import numpy as np
 
-from compressors import chunk_rules
-from compressors.chunk_rules import SAMPLE, config_of, rule
+from compressors import _chunk_rules as chunk_rules
+from compressors._chunk_rules import SAMPLE, config_of, rule
 
 CAPACITY = 1_000_000  # tokens memoized per tokenizer (12 MB of arrays, ~15 MB of chunks)
 WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
