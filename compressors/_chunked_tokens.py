@@ -21,9 +21,11 @@ added tokens are matched before pre-tokenization, across any chunk boundary. At 
 a sample text (punctuation, contractions, digits, runs of spaces and newlines, accents,
 CJK, emoji) is encoded both ways; any difference turns chunking off for that tokenizer.
 
-Across tenants: the memo holds chunks (words), and a miss costs a few microseconds of a
-request that takes milliseconds, once: the probing request itself fills the entry, so a
-second probe reads nothing. The tokenizer's own BPE word cache is shared the same way.
+Across tenants the memo is shared and holds words, not documents. One word's miss
+costs microseconds, and the probing request fills the entry itself, so a second probe
+reads nothing. A probe of thousands of rare words is different: whether they are mostly
+known switches the request between memo and whole encode (~1 ms per 1k tokens), once:
+whether some tenant sent those words (the way out: docs/decisions/0001, third pass).
 """
 
 from __future__ import annotations
@@ -100,7 +102,6 @@ class ChunkedTokenizer:
         self.tokenizer = tokenizer
         self.capacity = capacity
         self.whole_share = whole_share
-        self._table = _Table()
         self._lock = threading.Lock()
         self.chunks, self.lower = rule(config_of(tokenizer))
         self._added = tuple(a.content for a in tokenizer.get_added_tokens_decoder().values())
@@ -131,9 +132,9 @@ class ChunkedTokenizer:
         call for all of them, or, where they are most of the texts (a new process, a new
         corpus), the texts are encoded whole (the tokenizer's threads) and their chunks
         learnt from that."""
-        pieces, unknown = self._sample(texts)
-        if len(unknown) > self.whole_share * sum(len(p) for p in pieces if p):
-            return self._whole(texts, pieces, set(unknown))  # the sample: mostly unknown
+        pieces, unknown, mostly_unknown = self._sample(texts)
+        if mostly_unknown:
+            return self._whole(texts, pieces, set(unknown))
         if unknown:
             self._learn(unknown)
         chunked = [i for i, p in enumerate(pieces) if p is not None]
@@ -143,34 +144,38 @@ class ChunkedTokenizer:
         for i, e in zip(chunked, found or [None] * len(chunked), strict=True):
             out[i] = e
         whole = [i for i, e in enumerate(out) if e is None]
-        if whole:
-            batch = self.tokenizer.encode_batch([texts[i] for i in whole], add_special_tokens=False)
-            for i, encoding in zip(whole, batch, strict=True):
-                out[i] = of_encoding(encoding)
+        for i, e in zip(whole, self._encoded([texts[i] for i in whole]), strict=True):
+            out[i] = e
         return out  # type: ignore[return-value]
 
-    def _sample(self, texts: Sequence[str]) -> tuple[list[list[str] | None], list[str]]:
-        """Each text's chunks and the unknown ones; once SAMPLE_CHARS of texts are cut and
-        more than `whole_share` of their chunks are unknown, the rest are not cut (the
-        request is encoded whole; the sample teaches the memo)."""
+    def _encoded(self, texts: Sequence[str]) -> list[Encoded]:
+        """The texts encoded whole, in one batch (the tokenizer's threads)."""
+        if not texts:
+            return []
+        batch = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        return [of_encoding(e) for e in batch]
+
+    def _sample(self, texts: Sequence[str]) -> tuple[list[list[str] | None], list[str], bool]:
+        """Each text's chunks, the unknown ones, and whether more than `whole_share` of
+        the chunks cut are unknown; once SAMPLE_CHARS of texts are cut and that holds,
+        the rest are not cut (the request is encoded whole; the sample teaches the memo)."""
         pieces: list[list[str] | None] = []
         entries, unknown, chars, total = self._table.entries, set(), 0, 0
         for text in texts:
             if chars >= SAMPLE_CHARS and len(unknown) > self.whole_share * total:
-                break
+                return pieces, sorted(unknown), True
             pieces.append(self._pieces(text))
             chars += len(text)
             if pieces[-1]:
                 unknown.update(filterfalse(entries.__contains__, pieces[-1]))
                 total += len(pieces[-1])
-        return pieces, sorted(unknown)
+        return pieces, sorted(unknown), len(unknown) > self.whole_share * total
 
     def _whole(self, texts: Sequence[str], pieces: Sequence[list[str] | None],
                unknown: set[str]) -> list[Encoded]:  # fmt: skip
         """Encode the texts whole, and memoize the unknown chunks of those cut (`pieces`,
         the first texts) from that."""
-        batch = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        out = [of_encoding(e) for e in batch]
+        out = self._encoded(texts)
         learnt = [_split(e, p, unknown) for e, p in zip(out, pieces, strict=False) if p]
         self._keep(learnt)
         return out
@@ -197,7 +202,7 @@ class ChunkedTokenizer:
         learnt = [_joined(self.tokenizer, joined)] if joined else []
         alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
         if alone:
-            batch = [of_encoding(e) for e in self.tokenizer.encode_batch(alone, False)]
+            batch = self._encoded(alone)
             tokens = [np.stack([e.ids, e.starts, e.ends]) for e in batch]
             counts = np.fromiter((len(e.ids) for e in batch), np.int64, len(batch))
             learnt.append((alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)]))
@@ -214,14 +219,15 @@ class ChunkedTokenizer:
         """Whether the text's tokens read back from the memo are its whole encoding's,
         with its chunks learnt joined, then learnt from the whole encoding."""
         whole = of_encoding(self.tokenizer.encode(text, add_special_tokens=False))
+        pieces = self._pieces(text)
+        if pieces is None:
+            return False
         for from_whole in (False, True):
             self._table = _Table()
-            if self._pieces(text) is None:
-                return False
             if from_whole:  # the way a new process's first requests are learnt
-                self._whole([text], [self._pieces(text)], set(self._pieces(text)))
+                self._whole([text], [pieces], set(pieces))
             else:
-                self._learn(sorted(set(self._pieces(text))))
+                self._learn(sorted(set(pieces)))
             mine = self.encode_many([text])[0]
             pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
             if not all(np.array_equal(a, b) for a, b in pairs):
@@ -233,15 +239,11 @@ def _split(whole: Encoded, pieces: list[str], unknown: set[str]):
     """The tokens of a text's chunks in `unknown` (each once: taken out of the set), cut
     from the text's whole encoding: (chunks, tokens within each, where each starts)."""
     sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
-    begins = np.cumsum(sizes) - sizes
-    owner = np.searchsorted(begins, whole.starts, side="right") - 1
-    counts = np.bincount(owner, minlength=len(pieces))
-    new = [p in unknown and not unknown.discard(p) for p in pieces]
-    keep = np.repeat(np.asarray(new, bool), counts)
-    shift = begins[owner[keep]]
-    tokens = np.stack([whole.ids[keep], whole.starts[keep] - shift, whole.ends[keep] - shift])
+    owner, tokens = _owned(whole, np.cumsum(sizes) - sizes, sizes)
+    new = np.asarray([p in unknown and not unknown.discard(p) for p in pieces], bool)
     names = [p for p, n in zip(pieces, new, strict=True) if n]
-    return names, tokens, np.r_[0, np.cumsum(counts[np.asarray(new, bool)])]
+    counts = np.bincount(owner, minlength=len(pieces))[new]
+    return names, tokens[:, new[owner]], np.r_[0, np.cumsum(counts)]
 
 
 def _assemble(table: _Table, pieces: list[list[str]]) -> list[Encoded] | None:
@@ -282,9 +284,16 @@ def _joined(tokenizer, pieces: list[tuple[str, str]]):
     lead = np.fromiter((len(b) for _, b in pieces), np.int64, len(pieces))
     sizes = np.fromiter(map(len, chunks), np.int64, len(chunks))
     begin = np.cumsum(lead + sizes) - sizes
-    e = of_encoding(tokenizer.encode(text, add_special_tokens=False))
+    encoded = of_encoding(tokenizer.encode(text, add_special_tokens=False))
+    owner, tokens = _owned(encoded, begin, sizes)
+    return chunks, tokens, np.searchsorted(owner, np.arange(len(chunks) + 1), side="left")
+
+
+def _owned(e: Encoded, begin: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens of `e` that start inside a chunk (chunk k: `sizes[k]` characters from
+    `begin[k]`, sorted): each one's chunk, and the tokens (ids, starts, ends) with
+    offsets within it."""
     owner = np.searchsorted(begin, e.starts, side="right") - 1
     mine = (owner >= 0) & (e.starts < begin[owner] + sizes[owner])
     owner, shift = owner[mine], begin[owner[mine]]
-    tokens = np.stack([e.ids[mine], e.starts[mine] - shift, e.ends[mine] - shift])
-    return chunks, tokens, np.searchsorted(owner, np.arange(len(chunks) + 1), side="left")
+    return owner, np.stack([e.ids[mine], e.starts[mine] - shift, e.ends[mine] - shift])

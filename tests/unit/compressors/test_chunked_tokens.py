@@ -83,11 +83,14 @@ def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind, share):
     _same(tok, chunked, CORPUS)  # the second time every chunk is memoized
 
 
-def test_an_unknown_pre_tokenizer_encodes_texts_whole(tokenizers_):
-    tok = tokenizers_["metaspace"]
-    chunked = ChunkedTokenizer(tok)
+def _encodes_whole(tok: Tokenizer, chunked: ChunkedTokenizer) -> None:
     assert not chunked.chunked
     _same(tok, chunked, CORPUS)
+
+
+def test_an_unknown_pre_tokenizer_encodes_texts_whole(tokenizers_):
+    tok = tokenizers_["metaspace"]
+    _encodes_whole(tok, ChunkedTokenizer(tok))
 
 
 def test_a_text_with_an_added_token_is_encoded_whole(tokenizers_):
@@ -104,9 +107,21 @@ def test_a_self_check_that_fails_turns_chunking_off(tokenizers_, monkeypatch):
     wrong = re.compile(r".{1,3}", re.S)  # cuts words in three: never exact
     monkeypatch.setattr(module, "rule", lambda config: (wrong, False))
     tok = tokenizers_["wordpiece"]
-    chunked = ChunkedTokenizer(tok)
-    assert not chunked.chunked
-    _same(tok, chunked, CORPUS)
+    _encodes_whole(tok, ChunkedTokenizer(tok))
+
+
+def test_a_post_processor_adding_a_start_token_leaves_chunks_without_it():
+    """Texts are encoded without special tokens (a BOS template must not reach a chunk)."""
+    from tokenizers import processors
+
+    tok = _train(pre_tokenizers.ByteLevel(add_prefix_space=False))
+    start = tok.token_to_id("<|im_start|>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<|im_start|> $A", special_tokens=[("<|im_start|>", start)]
+    )
+    chunked = ChunkedTokenizer(tok, whole_share=1.0)
+    assert chunked.chunked
+    _same(tok, chunked, CORPUS + ["first chunk alone", "trail "])
 
 
 def test_a_full_table_is_replaced_and_stays_exact(tokenizers_):
