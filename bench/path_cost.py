@@ -16,8 +16,9 @@ paired median (and p99) of ragtrim's latency minus direct's, for:
   cold compression end to end, segmentation through the rewritten body, read from
   `ragtrim_stage_seconds` (the segment and compress stages) per 1k context tokens;
   `cold_1k_after_traffic`: the same at 1k once that ragtrim has served `--traffic` other
-  first turns (a running process: the tokenizers' chunk memo, compressors/_chunked_tokens.py,
-  knows most words; the cells before it are a fresh process's first requests).
+  first turns (a running process, its tokenizers' own word caches warm; the chunk memo of
+  tokens, compressors/_chunked_tokens.py, learns nothing across requests; the cells before
+  it are a fresh process's first requests).
 
 `cpu_ms_per_row` is ragtrim's process CPU over the cell per measured request;
 `uncached_tokens_p50` what the backend prefilled, direct and through ragtrim (a follow-up

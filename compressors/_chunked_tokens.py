@@ -21,16 +21,16 @@ added tokens are matched before pre-tokenization, across any chunk boundary. At 
 a sample text (punctuation, contractions, digits, runs of spaces and newlines, accents,
 CJK, emoji) is encoded both ways; any difference turns chunking off for that tokenizer.
 
-Across tenants the memo is shared and holds words, not documents. One word's miss
-costs microseconds, and the probing request fills the entry itself, so a second probe
-reads nothing. A probe of thousands of rare words is different: whether they are mostly
-known switches the request between memo and whole encode (~1 ms per 1k tokens), once:
-whether some tenant sent those words (the way out: docs/decisions/0001, third pass).
+Across tenants nothing is learnt: the shared memo holds the tokenizer's own vocabulary,
+learnt at load and frozen, and a request's other chunks are learnt in a table of its own,
+dropped with it. Whether a chunk is known, and so what a request costs, depends on the
+vocabulary and the request alone, never on what another tenant sent (issue 35). Measured:
+it cost ~1 ms per 1k tokens after traffic over one corpus; the tokenizers' own BPE word
+cache, which the backend's tokenizer keeps too, is left on (decision 0001, fourth pass).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, filterfalse
@@ -40,11 +40,8 @@ import numpy as np
 from compressors import _chunk_rules as chunk_rules
 from compressors._chunk_rules import SAMPLE, config_of, rule
 
-# tokens memoized per tokenizer, then a new table: ~20 MB at most (measured: 56,724 chunks
-# holding 124k tokens, the words of 600k tokens of SQuAD, took 10 MB)
-CAPACITY = 262_144
 WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
-PRIME_IDS = 12_000  # vocabulary tokens a new ChunkedTokenizer learns (~0.1-0.3 s here)
+PRIME_IDS = 50_000  # vocabulary tokens learnt at load (~0.7 s here; 12,000 cost 0.4 ms per 1k more)
 SAMPLE_CHARS = 8_000  # of a request's texts, cut to decide (and then learnt from)
 MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
 _BITS = 16  # a memo entry: (where its tokens start in the table) << _BITS | how many
@@ -68,10 +65,10 @@ def of_encoding(encoding) -> Encoded:
 
 class _Table:
     """Memoized chunks: chunk -> entry, and one array of every entry's tokens (ids,
-    starts and ends within the chunk), appended to, never changed in place. When full,
-    a new table replaces it whole (readers keep the one they started with)."""
+    starts and ends within the chunk). Filled once: the vocabulary's at load (shared,
+    read-only after), or a request's unknown chunks (its own)."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 0) -> None:
         self.entries: dict[str, int] = {}
         self.tokens = np.zeros((3, size), np.int32)
         self.used = 0
@@ -82,7 +79,7 @@ class _Table:
         if self.used + n > self.tokens.shape[1]:
             grown = np.zeros((3, max(2 * self.tokens.shape[1], self.used + n)), np.int32)
             grown[:, : self.used] = self.tokens[:, : self.used]
-            self.tokens = grown  # a reader holding the old array still finds its entries
+            self.tokens = grown
         self.tokens[:, self.used : self.used + n] = tokens
         codes = ((self.used + cuts[:-1]) << _BITS) | np.diff(cuts)
         self.used += n
@@ -95,21 +92,18 @@ class ChunkedTokenizer:
     def __init__(
         self,
         tokenizer,
-        capacity: int = CAPACITY,
         whole_share: float = WHOLE_SHARE,
         prime: bool = True,
     ) -> None:
         self.tokenizer = tokenizer
-        self.capacity = capacity
         self.whole_share = whole_share
-        self._lock = threading.Lock()
         self.chunks, self.lower = rule(config_of(tokenizer))
         self._added = tuple(a.content for a in tokenizer.get_added_tokens_decoder().values())
         if self.chunks is not None and not self._agrees(SAMPLE):
             self.chunks = None  # the configuration looked safe; the tokenizer says not
-        self._table = _Table()
+        self._shared = _Table()  # never written after this: see the module's docstring
         if self.chunks is not None and prime:
-            self._learn(self._vocabulary_chunks(PRIME_IDS))
+            self._shared = self._learnt(self._vocabulary_chunks(PRIME_IDS))
 
     def _vocabulary_chunks(self, ids: int) -> list[str]:
         """The text of the tokenizer's first `ids` tokens (the most frequent words first,
@@ -128,20 +122,18 @@ class ChunkedTokenizer:
         return self.chunks is not None
 
     def encode_many(self, texts: Sequence[str]) -> list[Encoded]:
-        """Each text's tokens; the chunks no text has shown before are encoded in one
-        call for all of them, or, where they are most of the texts (a new process, a new
-        corpus), the texts are encoded whole (the tokenizer's threads) and their chunks
-        learnt from that."""
+        """Each text's tokens; the chunks outside the vocabulary are encoded in one call
+        for all texts, into a table of this request's, or, where they are most of the
+        texts (rare words, code, another script), the texts are encoded whole (the
+        tokenizer's threads)."""
         pieces, unknown, mostly_unknown = self._sample(texts)
         if mostly_unknown:
-            return self._whole(texts, pieces, set(unknown))
-        if unknown:
-            self._learn(unknown)
+            return self._encoded(texts)
+        mine = self._learnt(unknown) if unknown else None
         chunked = [i for i, p in enumerate(pieces) if p is not None]
-        # the table taken after learning: it holds what was learnt
-        found = _assemble(self._table, [pieces[i] for i in chunked]) if chunked else []
+        found = _assemble(self._shared, mine, [pieces[i] for i in chunked]) if chunked else []
         out: list[Encoded | None] = [None] * len(texts)
-        for i, e in zip(chunked, found or [None] * len(chunked), strict=True):
+        for i, e in zip(chunked, found, strict=True):
             out[i] = e
         whole = [i for i, e in enumerate(out) if e is None]
         for i, e in zip(whole, self._encoded([texts[i] for i in whole]), strict=True):
@@ -158,9 +150,9 @@ class ChunkedTokenizer:
     def _sample(self, texts: Sequence[str]) -> tuple[list[list[str] | None], list[str], bool]:
         """Each text's chunks, the unknown ones, and whether more than `whole_share` of
         the chunks cut are unknown; once SAMPLE_CHARS of texts are cut and that holds,
-        the rest are not cut (the request is encoded whole; the sample teaches the memo)."""
+        the rest are not cut (the request is encoded whole)."""
         pieces: list[list[str] | None] = []
-        entries, unknown, chars, total = self._table.entries, set(), 0, 0
+        entries, unknown, chars, total = self._shared.entries, set(), 0, 0
         for text in texts:
             if chars >= SAMPLE_CHARS and len(unknown) > self.whole_share * total:
                 return pieces, sorted(unknown), True
@@ -170,15 +162,6 @@ class ChunkedTokenizer:
                 unknown.update(filterfalse(entries.__contains__, pieces[-1]))
                 total += len(pieces[-1])
         return pieces, sorted(unknown), len(unknown) > self.whole_share * total
-
-    def _whole(self, texts: Sequence[str], pieces: Sequence[list[str] | None],
-               unknown: set[str]) -> list[Encoded]:  # fmt: skip
-        """Encode the texts whole, and memoize the unknown chunks of those cut (`pieces`,
-        the first texts) from that."""
-        out = self._encoded(texts)
-        learnt = [_split(e, p, unknown) for e, p in zip(out, pieces, strict=False) if p]
-        self._keep(learnt)
-        return out
 
     def _pieces(self, text: str) -> list[str] | None:
         """The text's chunks, as memo keys (lowercased where that changes no token);
@@ -194,70 +177,42 @@ class ChunkedTokenizer:
             pieces = [p.lower() if p.isascii() else p for p in self.chunks.findall(text)]
         return None if pieces and max(map(len, pieces)) > MAX_CHUNK_CHARS else pieces
 
-    def _learn(self, chunks: list[str]) -> None:
-        """Encode unknown chunks in one call, each after what makes its start a cut; the
-        rest (at most a text's first and last chunk) in one batch."""
+    def _learnt(self, chunks: list[str]) -> _Table:
+        """A table of the chunks, encoded in one call, each after what makes its start a
+        cut; the rest (at most a text's first and last chunk) in one batch."""
+        table = _Table()
         before = [chunk_rules.before(self.chunks, c) for c in chunks]
         joined = [(c, b) for c, b in zip(chunks, before, strict=True) if b is not None]
-        learnt = [_joined(self.tokenizer, joined)] if joined else []
+        if joined:
+            table.add(*_joined(self.tokenizer, joined))
         alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
         if alone:
             batch = self._encoded(alone)
             tokens = [np.stack([e.ids, e.starts, e.ends]) for e in batch]
             counts = np.fromiter((len(e.ids) for e in batch), np.int64, len(batch))
-            learnt.append((alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)]))
-        self._keep(learnt)
-
-    def _keep(self, learnt) -> None:
-        with self._lock:
-            for names, tokens, cuts in learnt:
-                if self._table.used + tokens.shape[1] > self.capacity:
-                    self._table = _Table()
-                self._table.add(names, tokens, cuts)
+            table.add(alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)])
+        return table
 
     def _agrees(self, text: str) -> bool:
-        """Whether the text's tokens read back from the memo are its whole encoding's,
-        with its chunks learnt joined, then learnt from the whole encoding."""
+        """Whether the text's tokens read back from a table of its chunks, learnt as a
+        request's unknown chunks are, are its whole encoding's."""
         whole = of_encoding(self.tokenizer.encode(text, add_special_tokens=False))
         pieces = self._pieces(text)
         if pieces is None:
             return False
-        for from_whole in (False, True):
-            self._table = _Table()
-            if from_whole:  # the way a new process's first requests are learnt
-                self._whole([text], [pieces], set(pieces))
-            else:
-                self._learn(sorted(set(pieces)))
-            mine = self.encode_many([text])[0]
-            pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
-            if not all(np.array_equal(a, b) for a, b in pairs):
-                return False
-        return True
+        mine = _assemble(_Table(), self._learnt(sorted(set(pieces))), [pieces])[0]
+        pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
+        return all(np.array_equal(a, b) for a, b in pairs)
 
 
-def _split(whole: Encoded, pieces: list[str], unknown: set[str]):
-    """The tokens of a text's chunks in `unknown` (each once: taken out of the set), cut
-    from the text's whole encoding: (chunks, tokens within each, where each starts)."""
-    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
-    owner, tokens = _owned(whole, np.cumsum(sizes) - sizes, sizes)
-    new = np.asarray([p in unknown and not unknown.discard(p) for p in pieces], bool)
-    names = [p for p, n in zip(pieces, new, strict=True) if n]
-    counts = np.bincount(owner, minlength=len(pieces))[new]
-    return names, tokens[:, new[owner]], np.r_[0, np.cumsum(counts)]
-
-
-def _assemble(table: _Table, pieces: list[list[str]]) -> list[Encoded] | None:
-    """Each text's tokens from its chunks' entries, in one pass over all of them (None:
-    a chunk was not found)."""
+def _assemble(shared: _Table, mine: _Table | None, pieces: list[list[str]]) -> list[Encoded]:
+    """Each text's tokens from its chunks' entries (in `shared`, else in `mine`), in one
+    pass over all of them."""
     flat = list(chain.from_iterable(pieces))
     if not flat:
         empty = np.zeros(0, np.int64)
         return [Encoded(empty, empty, empty) for _ in pieces]
-    codes = list(map(table.entries.get, flat))
-    if None in codes:  # the table was replaced since the chunks were learnt: rare
-        return None
-    tokens = table.tokens  # read after the lookups: it holds every entry found
-    code = np.asarray(codes, np.int64).reshape(-1)
+    code = np.asarray(_codes(shared, mine, flat), np.int64).reshape(-1)
     counts, where = code & ((1 << _BITS) - 1), code >> _BITS
     per_text = np.fromiter(map(len, pieces), np.int64, len(pieces))
     sizes = np.fromiter(map(len, flat), np.int64, len(flat))
@@ -267,12 +222,33 @@ def _assemble(table: _Table, pieces: list[list[str]]) -> list[Encoded] | None:
     offset = begins - np.repeat(text_begin, per_text)  # where each starts in its text
     index = np.repeat(where - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
     shift = np.repeat(offset, counts)
-    ids = tokens[0, index].astype(np.int64)
-    starts, ends = tokens[1, index] + shift, tokens[2, index] + shift  # int64, as `shift`
+    tokens = _gather(shared, mine, index)
+    ids = tokens[0].astype(np.int64)
+    starts, ends = tokens[1] + shift, tokens[2] + shift  # int64, as `shift`
     bounds = np.r_[0, np.cumsum(counts)][np.r_[text_first, len(flat)]].tolist()
     return [
         Encoded(ids[a:b], starts[a:b], ends[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)
     ]
+
+
+def _codes(shared: _Table, mine: _Table | None, flat: list[str]) -> list[int]:
+    """Each chunk's entry; one of `mine` as if its tokens followed `shared`'s."""
+    if mine is None:
+        return list(map(shared.entries.get, flat))
+    get, get_mine, base = shared.entries.get, mine.entries.__getitem__, shared.used << _BITS
+    return [c if (c := get(p)) is not None else base + get_mine(p) for p in flat]
+
+
+def _gather(shared: _Table, mine: _Table | None, index: np.ndarray) -> np.ndarray:
+    """The tokens at `index` of `shared`'s tokens followed by `mine`'s (nothing copied
+    but what is read)."""
+    if mine is None:
+        return shared.tokens[:, index]
+    in_mine = index >= shared.used
+    out = np.empty((3, len(index)), np.int32)
+    out[:, ~in_mine] = shared.tokens[:, index[~in_mine]]
+    out[:, in_mine] = mine.tokens[:, index[in_mine] - shared.used]
+    return out
 
 
 def _joined(tokenizer, pieces: list[tuple[str, str]]):

@@ -73,14 +73,14 @@ def _same(tok: Tokenizer, chunked: ChunkedTokenizer, texts: list[str]) -> None:
         assert np.array_equal(mine.ends, whole.ends), text
 
 
-@pytest.mark.parametrize("share", [0.0, 0.2, 1.0])  # unknown chunks learnt: whole, either, joined
+@pytest.mark.parametrize("share", [0.0, 0.2, 1.0])  # texts encoded whole, either, chunked
 @pytest.mark.parametrize("kind", ["gpt2", "llama3", "wordpiece"])
 def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind, share):
     tok = tokenizers_[kind]
     chunked = ChunkedTokenizer(tok, whole_share=share)
     assert chunked.chunked
     _same(tok, chunked, CORPUS + [SAMPLE, "", " ", "x", " lead", "trail "])
-    _same(tok, chunked, CORPUS)  # the second time every chunk is memoized
+    _same(tok, chunked, CORPUS)  # the second time: the same, learnt again
 
 
 def _encodes_whole(tok: Tokenizer, chunked: ChunkedTokenizer) -> None:
@@ -124,11 +124,18 @@ def test_a_post_processor_adding_a_start_token_leaves_chunks_without_it():
     _same(tok, chunked, CORPUS + ["first chunk alone", "trail "])
 
 
-def test_a_full_table_is_replaced_and_stays_exact(tokenizers_):
+def test_a_request_teaches_the_shared_memo_nothing(tokenizers_):
+    """What a request costs depends on the vocabulary and the request, never on what
+    another tenant sent before (issue 35): the shared memo is the vocabulary's, frozen."""
     tok = tokenizers_["gpt2"]
-    chunked = ChunkedTokenizer(tok, capacity=40, whole_share=1.0)
-    _same(tok, chunked, CORPUS * 3)
-    assert chunked._table.used <= 40
+    chunked = ChunkedTokenizer(tok, whole_share=1.0)
+    entries, tokens = dict(chunked._shared.entries), chunked._shared.tokens.copy()
+    rare = ["zqxv wvut plokm, Eiffel naïve 東京 xyzzy 330 m"]
+    assert set(chunked._pieces(rare[0])) - set(entries)  # some chunks are not vocabulary
+    _same(tok, chunked, CORPUS + rare)
+    _same(tok, chunked, rare)
+    assert chunked._shared.entries == entries
+    assert np.array_equal(chunked._shared.tokens, tokens)
 
 
 def test_a_chunk_too_long_to_memoize_encodes_its_text_whole(tokenizers_):
@@ -152,8 +159,8 @@ _CACHE: dict[tuple[int, float], ChunkedTokenizer] = {}
 
 
 def _chunked_of(tok: Tokenizer, share: float) -> ChunkedTokenizer:
-    """One ChunkedTokenizer per tokenizer and way of learning across examples: memo hits
-    are tested too."""
+    """One ChunkedTokenizer per tokenizer and way of encoding across examples (its
+    vocabulary is learnt once)."""
     key = (id(tok), share)
     return _CACHE.setdefault(key, ChunkedTokenizer(tok, whole_share=share))
 
@@ -162,5 +169,5 @@ def _chunked_of(tok: Tokenizer, share: float) -> ChunkedTokenizer:
 def test_a_new_tokenizer_starts_with_its_vocabulary_learnt(tokenizers_, kind):
     tok = tokenizers_[kind]
     primed, bare = ChunkedTokenizer(tok), ChunkedTokenizer(tok, prime=False)
-    assert not bare._table.entries and len(primed._table.entries) > 100
+    assert not bare._shared.entries and len(primed._shared.entries) > 100
     _same(tok, primed, CORPUS)
