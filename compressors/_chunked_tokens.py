@@ -21,12 +21,13 @@ added tokens are matched before pre-tokenization, across any chunk boundary. At 
 a sample text (punctuation, contractions, digits, runs of spaces and newlines, accents,
 CJK, emoji) is encoded both ways; any difference turns chunking off for that tokenizer.
 
-Across tenants nothing is learnt: the shared memo holds the tokenizer's own vocabulary,
-learnt at load and frozen, and a request's other chunks are learnt in a table of its own,
-dropped with it. Whether a chunk is known, and so what a request costs, depends on the
-vocabulary and the request alone, never on what another tenant sent (issue 35). Measured:
-it cost ~1 ms per 1k tokens after traffic over one corpus; the tokenizers' own BPE word
-cache, which the backend's tokenizer keeps too, is left on (decision 0001, fourth pass).
+Across tenants nothing is learnt. The shared memo holds the tokenizer's own vocabulary,
+learnt at load and never written after; a request's other chunks are learnt in its
+scope's table (the proxy passes the tenant: compressors/_token_tables.py), or, without
+a scope, in a table of the request's own. Whether a chunk is known, and so what a
+request costs, depends on the vocabulary and on what its own tenant sent, never on what
+another tenant sent (issue 35). The tokenizers' own BPE word cache, which the backend's
+tokenizer keeps too, is left on (decision 0001, fourth pass).
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ import numpy as np
 
 from compressors import _chunk_rules as chunk_rules
 from compressors._chunk_rules import SAMPLE, config_of, rule
+from compressors._token_tables import BITS as _BITS
+from compressors._token_tables import Learnt, ScopedTables, TokenTable
 
 WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
 PRIME_IDS = 50_000  # vocabulary tokens learnt at load (~0.7 s here; 12,000 cost 0.4 ms per 1k more)
 SAMPLE_CHARS = 8_000  # of a request's texts, cut to decide (and then learnt from)
 MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
-_BITS = 16  # a memo entry: (where its tokens start in the table) << _BITS | how many
 
 
 @dataclass(frozen=True)
@@ -63,29 +65,6 @@ def of_encoding(encoding) -> Encoded:
     return Encoded(ids, np.ascontiguousarray(offsets[:, 0]), np.ascontiguousarray(offsets[:, 1]))
 
 
-class _Table:
-    """Memoized chunks: chunk -> entry, and one array of every entry's tokens (ids,
-    starts and ends within the chunk). Filled once: the vocabulary's at load (shared,
-    read-only after), or a request's unknown chunks (its own)."""
-
-    def __init__(self, size: int = 0) -> None:
-        self.entries: dict[str, int] = {}
-        self.tokens = np.zeros((3, size), np.int32)
-        self.used = 0
-
-    def add(self, chunks: Sequence[str], tokens: np.ndarray, cuts: np.ndarray) -> None:
-        """`tokens[:, cuts[k]:cuts[k + 1]]` are `chunks[k]`'s."""
-        n = tokens.shape[1]
-        if self.used + n > self.tokens.shape[1]:
-            grown = np.zeros((3, max(2 * self.tokens.shape[1], self.used + n)), np.int32)
-            grown[:, : self.used] = self.tokens[:, : self.used]
-            self.tokens = grown
-        self.tokens[:, self.used : self.used + n] = tokens
-        codes = ((self.used + cuts[:-1]) << _BITS) | np.diff(cuts)
-        self.used += n
-        self.entries.update(zip(chunks, codes.tolist(), strict=True))
-
-
 class ChunkedTokenizer:
     """`encode_many` of a `tokenizers.Tokenizer`, memoized per chunk where that is exact."""
 
@@ -94,16 +73,18 @@ class ChunkedTokenizer:
         tokenizer,
         whole_share: float = WHOLE_SHARE,
         prime: bool = True,
+        capacity: int | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.whole_share = whole_share
+        self.scopes = ScopedTables() if capacity is None else ScopedTables(capacity)
         self.chunks, self.lower = rule(config_of(tokenizer))
         self._added = tuple(a.content for a in tokenizer.get_added_tokens_decoder().values())
         if self.chunks is not None and not self._agrees(SAMPLE):
             self.chunks = None  # the configuration looked safe; the tokenizer says not
-        self._shared = _Table()  # never written after this: see the module's docstring
+        self._shared = TokenTable()  # never written after this: see the module's docstring
         if self.chunks is not None and prime:
-            self._shared = self._learnt(self._vocabulary_chunks(PRIME_IDS))
+            self._shared = _table(self._learnt(self._vocabulary_chunks(PRIME_IDS)))
 
     def _vocabulary_chunks(self, ids: int) -> list[str]:
         """The text of the tokenizer's first `ids` tokens (the most frequent words first,
@@ -121,15 +102,19 @@ class ChunkedTokenizer:
     def chunked(self) -> bool:
         return self.chunks is not None
 
-    def encode_many(self, texts: Sequence[str]) -> list[Encoded]:
-        """Each text's tokens; the chunks outside the vocabulary are encoded in one call
-        for all texts, into a table of this request's, or, where they are most of the
-        texts (rare words, code, another script), the texts are encoded whole (the
-        tokenizer's threads)."""
-        pieces, unknown, mostly_unknown = self._sample(texts)
+    def encode_many(self, texts: Sequence[str], scope: str | None = None) -> list[Encoded]:
+        """Each text's tokens; the chunks neither in the vocabulary nor in `scope`'s
+        table are encoded in one call for all texts, into that table (without a scope:
+        one of this request's), or, where they are most of the texts (rare words, code,
+        another script), the texts are encoded whole (the tokenizer's threads)."""
+        seen = self.scopes.get(scope) if scope is not None else None
+        pieces, unknown, mostly_unknown = self._sample(texts, seen)
         if mostly_unknown:
-            return self._encoded(texts)
-        mine = self._learnt(unknown) if unknown else None
+            return self._whole(texts, pieces, set(unknown), scope, seen)
+        mine = seen
+        if unknown:
+            learnt = self._learnt(unknown)
+            mine = _table(learnt) if scope is None else self.scopes.learn(scope, seen, learnt)
         chunked = [i for i, p in enumerate(pieces) if p is not None]
         found = _assemble(self._shared, mine, [pieces[i] for i in chunked]) if chunked else []
         out: list[Encoded | None] = [None] * len(texts)
@@ -147,21 +132,34 @@ class ChunkedTokenizer:
         batch = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [of_encoding(e) for e in batch]
 
-    def _sample(self, texts: Sequence[str]) -> tuple[list[list[str] | None], list[str], bool]:
+    def _sample(
+        self, texts: Sequence[str], seen: TokenTable | None
+    ) -> tuple[list[list[str] | None], list[str], bool]:
         """Each text's chunks, the unknown ones, and whether more than `whole_share` of
         the chunks cut are unknown; once SAMPLE_CHARS of texts are cut and that holds,
         the rest are not cut (the request is encoded whole)."""
         pieces: list[list[str] | None] = []
         entries, unknown, chars, total = self._shared.entries, set(), 0, 0
+        learnt = seen.entries if seen is not None else {}
         for text in texts:
             if chars >= SAMPLE_CHARS and len(unknown) > self.whole_share * total:
                 return pieces, sorted(unknown), True
             pieces.append(self._pieces(text))
             chars += len(text)
             if pieces[-1]:
-                unknown.update(filterfalse(entries.__contains__, pieces[-1]))
+                new = filterfalse(entries.__contains__, pieces[-1])
+                unknown.update(filterfalse(learnt.__contains__, new) if learnt else new)
                 total += len(pieces[-1])
         return pieces, sorted(unknown), len(unknown) > self.whole_share * total
+
+    def _whole(self, texts, pieces, unknown: set[str], scope: str | None, seen) -> list[Encoded]:
+        """Encode the texts whole; with a scope, its table learns the unknown chunks of
+        those cut (`pieces`, the first texts) from that."""
+        out = self._encoded(texts)
+        if scope is not None:
+            parts = zip(out, pieces, strict=False)
+            self.scopes.learn(scope, seen, [_split(e, p, unknown) for e, p in parts if p])
+        return out
 
     def _pieces(self, text: str) -> list[str] | None:
         """The text's chunks, as memo keys (lowercased where that changes no token);
@@ -177,35 +175,57 @@ class ChunkedTokenizer:
             pieces = [p.lower() if p.isascii() else p for p in self.chunks.findall(text)]
         return None if pieces and max(map(len, pieces)) > MAX_CHUNK_CHARS else pieces
 
-    def _learnt(self, chunks: list[str]) -> _Table:
-        """A table of the chunks, encoded in one call, each after what makes its start a
+    def _learnt(self, chunks: list[str]) -> list[Learnt]:
+        """The chunks' tokens, encoded in one call, each after what makes its start a
         cut; the rest (at most a text's first and last chunk) in one batch."""
-        table = _Table()
         before = [chunk_rules.before(self.chunks, c) for c in chunks]
         joined = [(c, b) for c, b in zip(chunks, before, strict=True) if b is not None]
-        if joined:
-            table.add(*_joined(self.tokenizer, joined))
+        learnt = [_joined(self.tokenizer, joined)] if joined else []
         alone = [c for c, b in zip(chunks, before, strict=True) if b is None]
         if alone:
             batch = self._encoded(alone)
             tokens = [np.stack([e.ids, e.starts, e.ends]) for e in batch]
             counts = np.fromiter((len(e.ids) for e in batch), np.int64, len(batch))
-            table.add(alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)])
-        return table
+            learnt.append((alone, np.concatenate(tokens, axis=1), np.r_[0, np.cumsum(counts)]))
+        return learnt
 
     def _agrees(self, text: str) -> bool:
-        """Whether the text's tokens read back from a table of its chunks, learnt as a
-        request's unknown chunks are, are its whole encoding's."""
+        """Whether the text's tokens read back from a table of its chunks are its whole
+        encoding's, the chunks learnt either way: joined, and cut from the whole."""
         whole = of_encoding(self.tokenizer.encode(text, add_special_tokens=False))
         pieces = self._pieces(text)
         if pieces is None:
             return False
-        mine = _assemble(_Table(), self._learnt(sorted(set(pieces))), [pieces])[0]
-        pairs = ((whole.ids, mine.ids), (whole.starts, mine.starts), (whole.ends, mine.ends))
-        return all(np.array_equal(a, b) for a, b in pairs)
+        ways = (self._learnt(sorted(set(pieces))), [_split(whole, pieces, set(pieces))])
+        return all(_equal(whole, _assemble(TokenTable(), _table(w), [pieces])[0]) for w in ways)
 
 
-def _assemble(shared: _Table, mine: _Table | None, pieces: list[list[str]]) -> list[Encoded]:
+def _equal(a: Encoded, b: Encoded) -> bool:
+    pairs = ((a.ids, b.ids), (a.starts, b.starts), (a.ends, b.ends))
+    return all(np.array_equal(x, y) for x, y in pairs)
+
+
+def _split(whole: Encoded, pieces: list[str], unknown: set[str]) -> Learnt:
+    """The tokens of a text's chunks in `unknown` (each once: taken out of the set), cut
+    from the text's whole encoding: (chunks, tokens within each, where each starts)."""
+    sizes = np.fromiter(map(len, pieces), np.int64, len(pieces))
+    owner, tokens = _owned(whole, np.cumsum(sizes) - sizes, sizes)
+    new = np.asarray([p in unknown and not unknown.discard(p) for p in pieces], bool)
+    names = [p for p, n in zip(pieces, new, strict=True) if n]
+    counts = np.bincount(owner, minlength=len(pieces))[new]
+    return names, tokens[:, new[owner]], np.r_[0, np.cumsum(counts)]
+
+
+def _table(learnt: list[Learnt]) -> TokenTable:
+    table = TokenTable()
+    for chunks, tokens, cuts in learnt:
+        table.add(chunks, tokens, cuts)
+    return table
+
+
+def _assemble(
+    shared: TokenTable, mine: TokenTable | None, pieces: list[list[str]]
+) -> list[Encoded]:
     """Each text's tokens from its chunks' entries (in `shared`, else in `mine`), in one
     pass over all of them."""
     flat = list(chain.from_iterable(pieces))
@@ -231,7 +251,7 @@ def _assemble(shared: _Table, mine: _Table | None, pieces: list[list[str]]) -> l
     ]
 
 
-def _codes(shared: _Table, mine: _Table | None, flat: list[str]) -> list[int]:
+def _codes(shared: TokenTable, mine: TokenTable | None, flat: list[str]) -> list[int]:
     """Each chunk's entry; one of `mine` as if its tokens followed `shared`'s."""
     if mine is None:
         return list(map(shared.entries.get, flat))
@@ -239,7 +259,7 @@ def _codes(shared: _Table, mine: _Table | None, flat: list[str]) -> list[int]:
     return [c if (c := get(p)) is not None else base + get_mine(p) for p in flat]
 
 
-def _gather(shared: _Table, mine: _Table | None, index: np.ndarray) -> np.ndarray:
+def _gather(shared: TokenTable, mine: TokenTable | None, index: np.ndarray) -> np.ndarray:
     """The tokens at `index` of `shared`'s tokens followed by `mine`'s (nothing copied
     but what is read)."""
     if mine is None:

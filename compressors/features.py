@@ -106,7 +106,8 @@ class FeatureCompressor(Protocol):
 
     feature_fingerprint(): every setting the features depend on (model, token counter,
                            protected spans, sentence length), not the scoring weights
-    documents_features():  the document part, question-independent, of a batch
+    documents_features():  the document part, question-independent, of a batch (`scope`:
+                           whose documents, the tenant, for what it memoizes)
     compress_features():   the request part: same output as compress() on the documents
     prepare():             a set's features arranged once for any question
     compress_prepared():   the request part over a prepared set (compress_features is
@@ -115,7 +116,9 @@ class FeatureCompressor(Protocol):
 
     def feature_fingerprint(self) -> str: ...
 
-    def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]: ...
+    def documents_features(
+        self, documents: Sequence[str], scope: str | None = None
+    ) -> list[ChunkFeatures]: ...
 
     def compress_features(self, documents, features, *, question, budget): ...
 

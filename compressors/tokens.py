@@ -99,15 +99,20 @@ class HFTokenCounter:
         """Tokens of `text`, and of each sorted, disjoint span, from one encode."""
         return self.count_spans_many([text], [spans])[0]
 
-    def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
+    def count_spans_many(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]],
+        scope: str | None = None,
+    ):
         """count_spans of each text, from its tokens' offsets (_chunked_tokens.py: memoized
-        per chunk where that is exact, else one batch encode)."""
+        per chunk where that is exact, learnt for `scope` alone, else one batch encode)."""
         if self._tokenizer is None:
             self._load()
         if self._chunked is None:  # a slow (Python) tokenizer: one call per span
             pairs = zip(texts, spans, strict=True)
             return [(self(t), [self(t[a:b]) for a, b in s]) for t, s in pairs]
-        encoded = self._chunked.encode_many(texts)
+        encoded = self._chunked.encode_many(texts, scope)
         return [_per_span(e, s) for e, s in zip(encoded, spans, strict=True)]
 
 
@@ -152,11 +157,15 @@ def count_spans(
 
 
 def count_spans_many(
-    count_tokens: TokenCounter, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    count_tokens: TokenCounter,
+    texts: Sequence[str],
+    spans: Sequence[Sequence[tuple[int, int]]],
+    scope: str | None = None,
 ) -> list[tuple[int, list[int]]]:
-    """count_spans of each text: one batch where the counter offers it."""
+    """count_spans of each text: one batch where the counter offers it (`scope`: whose
+    texts its memo may learn from, HFTokenCounter)."""
     check()
     method = getattr(count_tokens, "count_spans_many", None)
     if method is not None:
-        return method(texts, spans)
+        return method(texts, spans) if scope is None else method(texts, spans, scope=scope)
     return [count_spans(count_tokens, t, s) for t, s in zip(texts, spans, strict=True)]

@@ -143,16 +143,19 @@ class FastExtractiveCompressor:
     def document_features(self, document: str) -> ChunkFeatures:
         return self.documents_features([document])[0]
 
-    def documents_features(self, documents: Sequence[str]) -> list[ChunkFeatures]:
+    def documents_features(
+        self, documents: Sequence[str], scope: str | None = None
+    ) -> list[ChunkFeatures]:
         """Sentences, their token counts, their WordPiece ids and static-embedding sums,
-        each tokenizer's batch API called once for all documents."""
+        each tokenizer's batch API called once for all documents (`scope`: whose
+        documents these are, the tenant; the tokenizers' memo learns for it alone)."""
         if self._content is None:
             self.load()
         spans = [
             split_sentences(d, self.protector.spans(d), self.max_sentence_chars) for d in documents
         ]
-        counted = count_spans_many(self.count_tokens, documents, spans)
-        wordpieces = self.embedder.tokens_many(documents)
+        counted = count_spans_many(self.count_tokens, documents, spans, scope)
+        wordpieces = self.embedder.tokens_many(documents, scope)
         parts = zip(documents, spans, counted, wordpieces, strict=True)
         return [self._features(*part) for part in parts]
 

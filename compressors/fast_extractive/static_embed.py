@@ -69,12 +69,12 @@ class StaticEmbedder:
         to the tokenizer's thread pool costs more than a short text's encoding."""
         return _tokens(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def tokens_many(self, texts: Sequence[str]) -> list[Tokens]:
-        """Each text's tokens: memoized per chunk where that is exact, else from one
-        batch encode (compressors/_chunked_tokens.py)."""
+    def tokens_many(self, texts: Sequence[str], scope: str | None = None) -> list[Tokens]:
+        """Each text's tokens: memoized per chunk where that is exact (learnt for
+        `scope` alone), else from one batch encode (compressors/_chunked_tokens.py)."""
         if self._chunked is None:
             self.load()
-        return [Tokens(e.ids, e.starts) for e in self._chunked.encode_many(texts)]
+        return [Tokens(e.ids, e.starts) for e in self._chunked.encode_many(texts, scope)]
 
     def token_ids(self, words: Sequence[str]) -> list[int | None]:
         """The id of each string when it is one token of the vocabulary, else None."""

@@ -76,22 +76,25 @@ class FeaturePath:
         blobs = await self.fetch(documents, tenant)
         new = [d for d, b in zip(documents, blobs, strict=True) if b is None]
         if new:
-            job = pool.submit(self.compute, new)
+            job = pool.submit(self.compute, new, tenant)
             fresh = await asyncio.wait_for(asyncio.wrap_future(job), timeout)
             await self.keep(new, fresh, [None] * len(new), tenant)
         return len(new)
 
-    def compute(self, documents: Sequence[str]) -> list[bytes]:
+    def compute(self, documents: Sequence[str], tenant: str) -> list[bytes]:
         """In a worker: the document part of each, encoded (ingest-time precompute)."""
-        return [encode_features(f) for f in self.compressor.documents_features(documents)]
+        computed = self.compressor.documents_features(documents, tenant)
+        return [encode_features(f) for f in computed]
 
-    def features(self, documents: Sequence[str], blobs: list[bytes | None]) -> list[ChunkFeatures]:
+    def features(
+        self, documents: Sequence[str], blobs: list[bytes | None], tenant: str
+    ) -> list[ChunkFeatures]:
         """In a worker: each document's features, decoded or computed (and then written
-        into `blobs`, for `keep`)."""
+        into `blobs`, for `keep`; the tenant scopes what the tokenizers memoize)."""
         out = [decode_features(blob) if blob is not None else None for blob in blobs]
         unseen = [i for i, f in enumerate(out) if f is None]  # or an entry of another format
         if unseen:  # the document part, all of them in one batch
-            computed = self.compressor.documents_features([documents[i] for i in unseen])
+            computed = self.compressor.documents_features([documents[i] for i in unseen], tenant)
             for i, f in zip(unseen, computed, strict=True):
                 out[i], blobs[i] = f, encode_features(f)
         return out  # type: ignore[return-value]
@@ -120,7 +123,7 @@ class FeaturePath:
         documents under the features' fingerprint (cache/analysis.py `analysis_key`)."""
 
         def make(_: tuple[str, ...]):
-            return self.compressor.prepare(self.features(documents, blobs))
+            return self.compressor.prepare(self.features(documents, blobs, tenant))
 
         if self.analyses is None or not documents:
             return make("")

@@ -47,8 +47,13 @@ class TargetTokenCounter:
         (compressors/tokens.py): the total and each span's count."""
         return count_spans(self._resolve(), text, spans)
 
-    def count_spans_many(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]):
-        return count_spans_many(self._resolve(), texts, spans)
+    def count_spans_many(
+        self,
+        texts: Sequence[str],
+        spans: Sequence[Sequence[tuple[int, int]]],
+        scope: str | None = None,
+    ):
+        return count_spans_many(self._resolve(), texts, spans, scope)
 
 
 def local_model_root(

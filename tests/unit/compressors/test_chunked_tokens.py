@@ -65,8 +65,8 @@ def tokenizers_() -> dict[str, Tokenizer]:
     }
 
 
-def _same(tok: Tokenizer, chunked: ChunkedTokenizer, texts: list[str]) -> None:
-    for text, mine in zip(texts, chunked.encode_many(texts), strict=True):
+def _same(tok: Tokenizer, chunked: ChunkedTokenizer, texts: list[str], scope=None) -> None:
+    for text, mine in zip(texts, chunked.encode_many(texts, scope), strict=True):
         whole = of_encoding(tok.encode(text, add_special_tokens=False))
         assert np.array_equal(mine.ids, whole.ids), text
         assert np.array_equal(mine.starts, whole.starts), text
@@ -81,6 +81,8 @@ def test_known_tokenizers_are_chunked_and_exact(tokenizers_, kind, share):
     assert chunked.chunked
     _same(tok, chunked, CORPUS + [SAMPLE, "", " ", "x", " lead", "trail "])
     _same(tok, chunked, CORPUS)  # the second time: the same, learnt again
+    for _ in range(2):  # a scope's table: learnt, then read
+        _same(tok, chunked, CORPUS + [SAMPLE, "", " lead", "trail "], scope="t1")
 
 
 def _encodes_whole(tok: Tokenizer, chunked: ChunkedTokenizer) -> None:
@@ -133,9 +135,33 @@ def test_a_request_teaches_the_shared_memo_nothing(tokenizers_):
     rare = ["zqxv wvut plokm, Eiffel naïve 東京 xyzzy 330 m"]
     assert set(chunked._pieces(rare[0])) - set(entries)  # some chunks are not vocabulary
     _same(tok, chunked, CORPUS + rare)
-    _same(tok, chunked, rare)
+    _same(tok, chunked, rare, scope="t1")
     assert chunked._shared.entries == entries
     assert np.array_equal(chunked._shared.tokens, tokens)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])  # learnt from the whole encode, or joined
+def test_a_scope_learns_for_itself_alone(tokenizers_, share):
+    """A tenant's chunks make its own later requests cheaper, and no other's."""
+    tok = tokenizers_["gpt2"]
+    chunked = ChunkedTokenizer(tok, whole_share=share)
+    rare = ["zqxv wvut plokm, xyzzy frobnicate quuxly"]
+    _same(tok, chunked, rare, scope="a")
+    learnt = set(chunked.scopes.get("a").entries)
+    assert learnt and not learnt & set(chunked._shared.entries)
+    assert chunked._sample(rare, chunked.scopes.get("a"))[1] == []  # known to "a"
+    assert chunked.scopes.get("b") is None
+    assert set(chunked._sample(rare, None)[1]) == learnt  # unknown to "b"
+    _same(tok, chunked, rare, scope="b")
+    _same(tok, chunked, rare, scope="a")
+
+
+def test_scopes_past_their_capacity_are_dropped_and_stay_exact(tokenizers_):
+    tok = tokenizers_["gpt2"]
+    chunked = ChunkedTokenizer(tok, whole_share=1.0, capacity=40)
+    for i, text in enumerate(CORPUS * 2):
+        _same(tok, chunked, [text + " zqxv wvut"], scope=f"t{i % 3}")
+    assert chunked.scopes.used <= 40
 
 
 def test_a_chunk_too_long_to_memoize_encodes_its_text_whole(tokenizers_):
@@ -153,6 +179,7 @@ def test_any_text_is_exact(tokenizers_, texts):
         tok = tokenizers_[kind]
         for share in (0.0, 1.0):
             _same(tok, _chunked_of(tok, share), texts)
+            _same(tok, _chunked_of(tok, share), texts, scope="t")  # learnt across examples
 
 
 _CACHE: dict[tuple[int, float], ChunkedTokenizer] = {}
