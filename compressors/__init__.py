@@ -27,8 +27,9 @@ without a model library (tests/unit/compressors/test_face.py checks it).
 Private: the helpers of one compressor live in its sub-package (fast_extractive/,
 llmlingua2/); those shared by several compressors and no consumer are `_name.py`
 (_selection.py, _precision.py, _chunked_tokens.py: tokens memoized per chunk, for the
-counters and the static embedder). Bench-only variants (llmlingua's own engine, single-signal
-scorers, a cl100k counter) are in bench/lib/variants/, not here.
+counters and the static embedder, in _token_tables.py's tables, one per tenant).
+Bench-only variants (llmlingua's own engine, single-signal scorers, a cl100k counter) are
+in bench/lib/variants/, not here.
 """
 
 from __future__ import annotations
