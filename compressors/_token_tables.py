@@ -3,16 +3,17 @@ table per scope, bounded in all.
 
 A scope is whoever's text a table may learn from (the proxy passes the tenant): a chunk
 learnt from one tenant's document makes that tenant's later requests cheaper and no one
-else's, so no request's cost tells one tenant what another sent (issue 35). Tables are
-dropped, least recently used first, once all of them hold `capacity` tokens: ~20 MB at
-262,144 (measured: 56,724 chunks holding 124k tokens took 10 MB). What a tenant can read
-from that is that other tenants were busy, not what they sent.
+else's, so no request's cost tells one tenant what another sent (issue 35). Once all
+tables hold `capacity` tokens (~20 MB at 262,144; measured: 56,724 chunks holding 124k
+tokens took 10 MB) the largest goes whole, as the content caches evict the heaviest
+owner first (docs/decisions/0014): a tenant's flood drops its own table, and a tenant
+holding less loses nothing to it. What a tenant can read from a drop is that it held
+the most, not what another sent.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -48,20 +49,16 @@ Learnt = tuple[Sequence[str], np.ndarray, np.ndarray]  # TokenTable.add's argume
 
 
 class ScopedTables:
-    """A table per scope, the least recently used dropped first past `capacity` tokens."""
+    """A table per scope, the largest dropped first past `capacity` tokens in all."""
 
     def __init__(self, capacity: int = CAPACITY) -> None:
         self.capacity = capacity
         self.used = 0  # tokens in the tables held
-        self._tables: OrderedDict[str, TokenTable] = OrderedDict()
+        self._tables: dict[str, TokenTable] = {}
         self._lock = threading.Lock()
 
     def get(self, scope: str) -> TokenTable | None:
-        with self._lock:
-            table = self._tables.get(scope)
-            if table is not None:
-                self._tables.move_to_end(scope)
-            return table
+        return self._tables.get(scope)
 
     def learn(self, scope: str, seen: TokenTable | None, learnt: Iterable[Learnt]) -> TokenTable:
         """Add to the table the caller read (`seen`: what it found known is there), or
@@ -76,7 +73,7 @@ class ScopedTables:
             if held is None or held is table:
                 self.used += table.used - (before if held is table else 0)
                 self._tables[scope] = table
-                self._tables.move_to_end(scope)
             while self.used > self.capacity and self._tables:
-                self.used -= self._tables.popitem(last=False)[1].used
+                largest = max(self._tables, key=lambda s: self._tables[s].used)
+                self.used -= self._tables.pop(largest).used
         return table

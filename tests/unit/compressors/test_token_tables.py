@@ -1,4 +1,4 @@
-"""Scoped tables of chunk tokens: one per scope, least recently used dropped past capacity."""
+"""Scoped tables of chunk tokens: one per scope, the largest dropped past capacity."""
 
 from __future__ import annotations
 
@@ -29,14 +29,14 @@ def test_each_scope_learns_into_its_own_table():
     assert b is not a and set(b.entries) == {"x"} and tables.used == 8
 
 
-def test_the_least_recently_used_scope_goes_first_past_capacity():
-    tables = ScopedTables(capacity=10)
-    tables.learn("a", None, _learnt(["1", "2"]))
-    tables.learn("b", None, _learnt(["3", "4"]))
-    tables.get("a")  # "b" is now the least recently used
-    tables.learn("c", None, _learnt(["5", "6"]))
-    assert tables.get("b") is None and tables.get("a") is not None
-    assert tables.used == 8
+def test_the_largest_table_goes_first_past_capacity():
+    """A tenant's flood drops its own table; one holding less keeps its (decision 0014)."""
+    tables = ScopedTables(capacity=9)
+    tables.learn("small", None, _learnt(["1"]))
+    tables.learn("flood", None, _learnt(["2", "3", "4"]))
+    tables.learn("flood", tables.get("flood"), _learnt(["5"]))
+    assert tables.get("flood") is None and tables.get("small") is not None
+    assert tables.used == 2
 
 
 def test_a_dropped_table_is_still_written_for_the_request_that_read_it():
