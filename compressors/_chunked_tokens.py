@@ -6,15 +6,15 @@ here, most of it in the tokenizer's own normalization, pre-tokenization and offs
 alignment, paid again for every "the". A document is cut into chunks at positions where
 the tokenizer's own pre-tokenization always splits and its normalization is local, so
 its tokens are exactly its chunks' tokens, each chunk's offsets shifted by where it
-starts. A chunk's tokens are memoized (a word, not a document: the memo is shared, and
-bounded); the chunks not yet known are encoded in one call, joined at the same safe
-positions. Measured: docs/decisions/0001-request-path-at-gpu-speed.md ("Third pass").
+starts. A chunk's tokens are memoized (a word, not a document); the chunks not yet
+known are encoded in one call, joined at the same safe positions. Measured:
+docs/decisions/0001-request-path-at-gpu-speed.md ("Third pass").
 
 The safe positions depend on the tokenizer, read from its own configuration
 (compressors/_chunk_rules.py); a tokenizer with none (SentencePiece, an unknown regex)
-has each text encoded whole, as before. Where most of a request's chunks are unknown (a
-new process, a new corpus) its texts are encoded whole too, on the tokenizer's threads,
-and their chunks are learnt from that.
+has each text encoded whole, as before. Where most of a request's chunks are unknown
+(rare words, code, another script) its texts are encoded whole too, on the tokenizer's
+threads, and with a scope its table learns their chunks from that.
 
 A text that holds an added token's content (`[CLS]`, `<|im_start|>`) is encoded whole:
 added tokens are matched before pre-tokenization, across any chunk boundary. At start-up
@@ -26,8 +26,8 @@ learnt at load and never written after; a request's other chunks are learnt in i
 scope's table (the proxy passes the tenant: compressors/_token_tables.py), or, without
 a scope, in a table of the request's own. Whether a chunk is known, and so what a
 request costs, depends on the vocabulary and on what its own tenant sent, never on what
-another tenant sent (issue 35). The tokenizers' own BPE word cache, which the backend's
-tokenizer keeps too, is left on (decision 0001, fourth pass).
+another tenant sent. The tokenizers' own BPE word cache, which the backend's tokenizer
+keeps too, is left on (decision 0001, fourth pass).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ import numpy as np
 from compressors import _chunk_rules as chunk_rules
 from compressors._chunk_rules import SAMPLE, config_of, rule
 from compressors._token_tables import BITS as _BITS
-from compressors._token_tables import Learnt, ScopedTables, TokenTable
+from compressors._token_tables import CAPACITY, Learnt, ScopedTables, TokenTable
 
 WHOLE_SHARE = 0.2  # unknown chunks per chunk above which the texts are encoded whole
-PRIME_IDS = 50_000  # vocabulary tokens learnt at load (~0.7 s here; 12,000 cost 0.4 ms per 1k more)
+PRIME_IDS = 50_000  # vocabulary tokens learnt at load (~0.7 s per tokenizer here)
 SAMPLE_CHARS = 8_000  # of a request's texts, cut to decide (and then learnt from)
 MAX_CHUNK_CHARS = 256  # a longer run (base64, a URL list) is encoded with its text
 
@@ -73,11 +73,11 @@ class ChunkedTokenizer:
         tokenizer,
         whole_share: float = WHOLE_SHARE,
         prime: bool = True,
-        capacity: int | None = None,
+        capacity: int = CAPACITY,
     ) -> None:
         self.tokenizer = tokenizer
         self.whole_share = whole_share
-        self.scopes = ScopedTables() if capacity is None else ScopedTables(capacity)
+        self.scopes = ScopedTables(capacity)
         self.chunks, self.lower = rule(config_of(tokenizer))
         self._added = tuple(a.content for a in tokenizer.get_added_tokens_decoder().values())
         if self.chunks is not None and not self._agrees(SAMPLE):

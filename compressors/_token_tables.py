@@ -3,7 +3,7 @@ table per scope, bounded in all.
 
 A scope is whoever's text a table may learn from (the proxy passes the tenant): a chunk
 learnt from one tenant's document makes that tenant's later requests cheaper and no one
-else's, so no request's cost tells one tenant what another sent (issue 35). Once all
+else's, so no request's cost tells one tenant what another sent. Once all
 tables hold `capacity` tokens (~20 MB at 262,144; measured: 56,724 chunks holding 124k
 tokens took 10 MB) the largest goes whole, as the content caches evict the heaviest
 owner first (docs/decisions/0014): a tenant's flood drops its own table, and a tenant
@@ -27,9 +27,9 @@ class TokenTable:
     starts and ends within the chunk), appended to, never changed in place: a reader
     looks its chunks up, then reads `tokens`, which holds every entry it found."""
 
-    def __init__(self, size: int = 0) -> None:
+    def __init__(self) -> None:
         self.entries: dict[str, int] = {}
-        self.tokens = np.zeros((3, size), np.int32)
+        self.tokens = np.zeros((3, 0), np.int32)
         self.used = 0
 
     def add(self, chunks: Sequence[str], tokens: np.ndarray, cuts: np.ndarray) -> None:
