@@ -161,7 +161,7 @@ class FastExtractiveCompressor:
 
     def _features(self, document: str, spans, counted, wordpieces: Tokens) -> ChunkFeatures:
         tokens, counts = counted
-        ids, owner = _owned_ids(wordpieces, spans)
+        ids, owner = wordpieces.within(spans)
         sums = self.embedder.span_sums(Tokens(ids, ids), owner, len(spans))
         self.features_computed += 1
         return ChunkFeatures(
@@ -289,14 +289,3 @@ def _scaled(values: np.ndarray) -> np.ndarray:
     """`values` divided by their maximum (all zero stays zero)."""
     top = float(values.max()) if len(values) else 0.0
     return values / top if top > 0 else values
-
-
-def _owned_ids(tokens: Tokens, spans: Sequence[tuple[int, int]]):
-    """The WordPiece ids of a document that start inside a sentence, and that sentence."""
-    if not spans:
-        return tokens.ids[:0], tokens.ids[:0]
-    starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
-    ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
-    owner = np.searchsorted(starts, tokens.starts, side="right") - 1
-    inside = (owner >= 0) & (tokens.starts < ends[np.maximum(owner, 0)])
-    return tokens.ids[inside], owner[inside]

@@ -34,6 +34,16 @@ class Tokens:
     ids: np.ndarray  # int64
     starts: np.ndarray  # int64
 
+    def within(self, spans: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The ids that start inside one of the sorted, disjoint `spans`, and its index."""
+        if not spans:
+            return self.ids[:0], self.ids[:0]
+        starts = np.fromiter((s for s, _ in spans), np.int64, len(spans))
+        ends = np.fromiter((e for _, e in spans), np.int64, len(spans))
+        owner = np.searchsorted(starts, self.starts, side="right") - 1
+        inside = (owner >= 0) & (self.starts < ends[np.maximum(owner, 0)])
+        return self.ids[inside], owner[inside]
+
 
 class StaticEmbedder:
     """Loads lazily, once, under a lock; thread-safe afterwards (read-only arrays)."""
