@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from cache.lru import ByteLRU
-from cache.prompt_blocks import TEXT_CHARS_PER_TOKEN, Blocks, prompt_blocks
+from cache.prompt_blocks import TEXT_CHARS_PER_TOKEN, Blocks, HeadMemo, prompt_blocks
 
 BYTES_PER_BLOCK = 384  # an upper bound: 259-322 measured (see the module docstring)
 FORWARDED_BYTES = 64 << 20  # the default cap: ~175k blocks, 2.8M tokens at block size 16
@@ -112,8 +112,11 @@ class ForwardedRecord:
         *,
         partition: str = "",
         chars_per_token: float = TEXT_CHARS_PER_TOKEN,
+        head: int = 0,
+        heads: HeadMemo | None = None,
     ) -> Blocks:
-        """The chain of a candidate prompt (cache/prompt_blocks.py says which units)."""
+        """The chain of a candidate prompt (cache/prompt_blocks.py says which units, and
+        how `head` and `heads` spare a recurring head its hashing)."""
         return prompt_blocks(
             self.salt,
             tenant,
@@ -121,6 +124,8 @@ class ForwardedRecord:
             block_size,
             partition=partition,
             chars_per_token=chars_per_token,
+            head=head,
+            heads=heads,
         )
 
     def horizon(self, backend: str, tenant: str = "") -> float:

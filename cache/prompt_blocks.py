@@ -31,10 +31,11 @@ or aim a collision at, another's blocks, even with PYTHONHASHSEED set.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 TEXT_CHARS_PER_TOKEN = 4  # the text block's width per token: fixed, see above
+MIN_HEAD_BLOCKS = 16  # a shorter head is hashed for less than its memo lookup costs
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,17 @@ def prompt_blocks(
     *,
     partition: str = "",
     chars_per_token: float = TEXT_CHARS_PER_TOKEN,
+    head: int = 0,
+    heads: HeadMemo | None = None,
 ) -> Blocks:
     """The chain of `units` (text or token ids) in blocks of `block_size` tokens.
 
     `partition`: whatever else keeps vLLM from sharing blocks (the request's cache_salt,
     a LoRA adapter's name), folded into the seed as vLLM folds it into the first block.
-    `chars_per_token` (text only): the caller's current estimate."""
+    `chars_per_token` (text only): the caller's current estimate. `head` and `heads`
+    (text only): the text's first `head` characters are a part that recurs across
+    requests (a document set's context), whose full blocks' chain `heads` memoizes by
+    their content; the chain is the same with or without them."""
     if block_size <= 0:
         raise ValueError("block_size must be positive")
     if isinstance(units, str):
@@ -91,14 +97,38 @@ def prompt_blocks(
         count, hittable = len(data) // width, max(0, len(data) - 1) // width
         per_block, kind = float(block_size), "ids"
     seed = hash((salt, kind, block_size, tenant, partition))
-    return Blocks(tenant, _chain(seed, data, width, count), hittable, per_block, kind == "ids")
+    lead = min(head, len(data)) // width if heads is not None and kind == "text" else 0
+    if lead < MIN_HEAD_BLOCKS:
+        return Blocks(tenant, _chain(seed, data, width, count), hittable, per_block, kind == "ids")
+    make = lambda text: Head(_chain(seed, text, width, lead))  # noqa: E731
+    known = heads(f"chain:{seed}", data[: lead * width], make)  # type: ignore[index]
+    hashes = known.hashes + _chain(known.hashes[-1], data, width, count, lead)
+    return Blocks(tenant, hashes, hittable, per_block, False)
 
 
-def _chain(parent: int, data: str | tuple[int, ...], width: int, count: int) -> tuple[int, ...]:
-    """The chained hashes of `count` blocks of `width` units of `data` (the hot loop)."""
+@dataclass(frozen=True)
+class Head:
+    """The chain of a head's full blocks, as a memo keeps it (`nbytes`: what it holds)."""
+
+    hashes: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return 8 * len(self.hashes) + 32 * len(self.hashes)  # the tuple's slots, the ints
+
+
+# (kind, head text, compute) -> the head's chain, computed once per content while kept
+HeadMemo = Callable[[str, str, Callable[[str], Head]], Head]
+
+
+def _chain(
+    parent: int, data: str | tuple[int, ...], width: int, count: int, first: int = 0
+) -> tuple[int, ...]:
+    """The chained hashes of blocks `first` to `count` of `width` units of `data`, chained
+    from `parent` (the hot loop)."""
     out = []
     append = out.append
-    for start in range(0, count * width, width):
+    for start in range(first * width, count * width, width):
         parent = hash((parent, data[start : start + width]))
         append(parent)
     return tuple(out)

@@ -22,6 +22,7 @@ answer exactly, from token ids; it is not consulted here.
 
 from __future__ import annotations
 
+from cache.analysis import DocumentAnalyses
 from cache.forwarded import ForwardedRecord
 from cache.prompt_blocks import Blocks
 from proxy.backends.endpoint import EndpointPool
@@ -31,23 +32,39 @@ MAX_HASHED_CHARS = 262_144  # ~64k tokens of a prompt's head: what a record hold
 
 
 class CacheView:
-    """The record of forwarded prompts, asked per candidate; not thread-safe (event loop)."""
+    """The record of forwarded prompts, asked per candidate; not thread-safe (event loop).
+    `analyses`: where a candidate's recurring head keeps its chain (per tenant, by
+    content), so a follow-up hashes only what changed after its documents."""
 
-    def __init__(self, record: ForwardedRecord, pool: EndpointPool, block_size: int):
+    def __init__(
+        self,
+        record: ForwardedRecord,
+        pool: EndpointPool,
+        block_size: int,
+        analyses: DocumentAnalyses | None = None,
+    ):
         self.record = record
         self.pool = pool
         self.block_size = block_size
+        self.analyses = analyses
 
-    def blocks(self, tenant: str, text: str, partition: str, chars_per_token: float) -> Blocks:
+    def blocks(
+        self, tenant: str, text: str, partition: str, chars_per_token: float, head: int = 0
+    ) -> Blocks:
         """The chain of the first MAX_HASHED_CHARS of `text` (hashing runs on the event
         loop; docs/decisions/0044-compression-service-path.md). Beyond the bound nothing
-        counts as held: the safe side (the tokens are priced as uncached)."""
+        counts as held: the safe side (the tokens are priced as uncached). `head`: where
+        the part of `text` that recurs across requests ends (its documents' end)."""
+        memo = self.analyses
+        heads = None if memo is None else (lambda kind, t, make: memo.get(kind, tenant, t, make))
         return self.record.blocks(
             tenant,
             text[:MAX_HASHED_CHARS],
             self.block_size,
             partition=partition,
             chars_per_token=chars_per_token,
+            head=head,
+            heads=heads,
         )
 
     def held(self, blocks: Blocks) -> int:

@@ -103,7 +103,7 @@ def make_stable(
         on_error=lambda op, exc: metrics.store_errors.labels(op).inc(),
     )
     gate.pool.on_removed.append(lambda ep: record.forget(ep.url))  # it left: nothing held
-    view = CacheView(record, gate.pool, s.block_size)
+    view = CacheView(record, gate.pool, s.block_size, analyses)
     return StableCompression(view, forms, gate, metrics, engine.fingerprint, analyses)
 
 

@@ -30,7 +30,7 @@ client's prompt (the compress stage's failed-open path).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -107,7 +107,7 @@ class StableCompression:
             return Choice("fresh")
         start = max(0, text.find(next((t for t in texts if t), "")))
         partition = _partition(ctx)
-        original = self.view.blocks(ctx.tenant, text, partition, cpt)
+        original = self.view.blocks(ctx.tenant, text, partition, cpt, _head(text, texts, start))
         held = self.view.held(original)
         names = tuple(document_names(self.analyses, ctx.tenant, texts))  # digests, not bytes
         key = FormKey(ctx.tenant, text[:start], names, self.fingerprint(rate))
@@ -117,7 +117,8 @@ class StableCompression:
             in_context = min(prices.context_tokens, max(0, held - int(start / cpt)))
             return Choice("fresh", held=in_context)
         form_text = cache_text(ctx.prompt, seg, form.texts) or ""
-        form_blocks = self.view.blocks(ctx.tenant, form_text, partition, cpt)
+        form_head = _head(form_text, form.texts, start)
+        form_blocks = self.view.blocks(ctx.tenant, form_text, partition, cpt, form_head)
         ctx.cache_plan.form_blocks = form_blocks
         form_held = self.view.held(form_blocks)
         uncached, form_uncached = len(text) / cpt - held, len(form_text) / cpt - form_held
@@ -200,7 +201,8 @@ class StableCompression:
         if plan is None:  # nothing was priced (compression off), yet the backend will hold
             text = cache_text(ctx.prompt)  # the prompt: the record must know, or the
             if text:  # next request over these documents is priced as uncached
-                blocks = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt)
+                head = _head(text, seg.texts, 0)
+                blocks = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt, head)
                 ctx.cache_plan = CachePlan(None, None, blocks, 0, sent=blocks)
             return
         if texts == seg.texts:
@@ -211,7 +213,16 @@ class StableCompression:
             return
         text = cache_text(ctx.prompt, seg, texts)
         if text:
-            plan.sent = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt)
+            head = _head(text, texts, 0)
+            plan.sent = self.view.blocks(ctx.tenant, text, _partition(ctx), cpt, head)
+
+
+def _head(text: str, texts: Sequence[str], start: int) -> int:
+    """Where the documents `texts` end in `text` (0: not found): the part of a prompt
+    that recurs across a conversation's turns, whose chain the view keeps."""
+    last = next((t for t in reversed(texts) if t), "")
+    at = text.rfind(last, start) if last else -1
+    return at + len(last) if at >= 0 else 0
 
 
 def _partition(ctx) -> str:

@@ -3,6 +3,7 @@ forwarded prompts holds decides, per tenant, and an outage falls back to pricing
 
 import pytest
 
+from cache.analysis import DocumentAnalyses
 from cache.forwarded import ForwardedRecord
 from cache.stable_forms import StableForm, StableForms
 from cache.store import MemoryStore
@@ -39,13 +40,13 @@ def ctx_for(question: str, tenant: str = "a") -> RequestContext:
     return ctx
 
 
-def make(store=None) -> StableCompression:
+def make(store=None, analyses=None) -> StableCompression:
     pool = EndpointPool.from_urls([BACKEND])
     gate = CostGate("auto", prior_ms_per_1k=1.0, min_context_tokens=0, max_added_ms=1e6,
                     prior_prefill_ms_per_token=1.0, pool=pool)  # fmt: skip
-    view = CacheView(ForwardedRecord(max_bytes=1 << 20, ttl=900), gate.pool, 16)
+    view = CacheView(ForwardedRecord(max_bytes=1 << 20, ttl=900), gate.pool, 16, analyses)
     forms = StableForms(store or MemoryStore(), ttl=60, max_questions=4)
-    return StableCompression(view, forms, gate, Metrics(), lambda rate: f"fp{rate}")
+    return StableCompression(view, forms, gate, Metrics(), lambda rate: f"fp{rate}", analyses)
 
 
 def prices(tenant: str = "a") -> Prices:
@@ -152,3 +153,20 @@ async def test_a_prompt_sent_with_compression_off_is_recorded_as_held():
     follow = ctx_for("And which fact is number two?")
     choice = await stable.choose(follow, follow.segmentation.texts, "q", 0.5, prices())
     assert choice.kind == "fresh" and choice.held >= prices().context_tokens * 0.9
+
+
+async def test_follow_ups_hash_their_documents_blocks_once_and_chain_the_same():
+    analyses = DocumentAnalyses()
+    stable, plain = make(analyses=analyses), make()
+    plain.view.record = stable.view.record  # one record (its salt), hashed without a memo
+    for i, question in enumerate(("What holds?", "Which fact is two?", "And three?")):
+        ctx = ctx_for(question)
+        await stable.choose(ctx, ctx.segmentation.texts, question, 0.5, prices())
+        again = ctx_for(question)
+        await plain.choose(again, again.segmentation.texts, question, 0.5, prices())
+        assert ctx.cache_plan.original == again.cache_plan.original
+        await send(stable, ctx)
+        if i == 0:
+            misses = analyses.misses
+    assert analyses.misses == misses  # the later turns computed no analysis: the head's
+    assert sum(key[1].startswith("chain:") for key in analyses._values) == 1  # chain kept
