@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from cache.keys import tenant_tag
@@ -57,7 +58,23 @@ def document_names(
     over its documents). Per tenant, like every analysis: a hit tells nothing of another."""
     if analyses is None:
         return [document_digest(d) for d in documents]
-    return [analyses.get("digest", tenant, d, document_digest) for d in documents]
+
+    def each(texts: tuple[str, ...]) -> Digests:  # a new set: its seen documents hit
+        return Digests(tuple(analyses.get("digest", tenant, d, document_digest) for d in texts))
+
+    return list(analyses.get("digests", tenant, tuple(documents), each).names)
+
+
+@dataclass(frozen=True)
+class Digests:
+    """A document set's digests, in order: one lookup per request for the whole set (a
+    follow-up's set recurs whole; a lookup per document cost ~3 µs each)."""
+
+    names: tuple[str, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return 120 * len(self.names)  # a 64-character str and its slot
 
 
 def _chars(content: str | tuple[str, ...]) -> int:

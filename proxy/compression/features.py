@@ -61,12 +61,11 @@ class FeaturePath:
         tenant: str,
     ) -> None:
         """Store what the worker computed (`blobs` entries that are not the `found` ones)."""
+        fresh = [i for i, (b, old) in enumerate(zip(blobs, found, strict=True)) if b is not old]
+        if not fresh:  # every document's features were found: nothing to name or store
+            return
         names = document_names(self.analyses, tenant, documents)
-        new = {
-            name: b
-            for name, b, old in zip(names, blobs, found, strict=True)
-            if b is not None and b is not old
-        }
+        new = {names[i]: blobs[i] for i in fresh if blobs[i] is not None}
         await self.cache.put_many(self.fingerprint, new, tenant)
 
     async def precompute(

@@ -3,7 +3,7 @@ under a byte cap, from several threads."""
 
 import threading
 
-from cache.analysis import DocumentAnalyses, analysis_key, document_digest
+from cache.analysis import DocumentAnalyses, analysis_key, document_digest, document_names
 from compressors.sentences import split_sentences
 
 
@@ -76,3 +76,17 @@ def test_a_digest_is_charged_as_itself_and_the_text_its_key_holds():
         memo.order.size(analysis_key(k, "t", text)) for k in ("digest", "sentences")
     )
     assert 10_000 < digest < 10_500 and sentences > 2 * 10_000
+
+
+def test_a_sets_names_are_one_lookup_and_a_new_set_reuses_its_seen_documents():
+    analyses = DocumentAnalyses()
+    docs = [f"document {i} " * 50 for i in range(5)]
+    names = document_names(analyses, "t", docs)
+    assert names == [document_digest(d) for d in docs] == document_names(None, "t", docs)
+    hits = analyses.hits
+    assert document_names(analyses, "t", list(docs)) == names and analyses.hits == hits + 1
+    misses = analyses.misses
+    other = document_names(analyses, "t", docs[1:] + ["a new one"])
+    assert other == names[1:] + [document_digest("a new one")]
+    assert analyses.misses == misses + 2  # the set, and its one new document
+    assert document_names(analyses, "u", docs) == names and analyses.misses == misses + 8
