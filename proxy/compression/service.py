@@ -119,7 +119,7 @@ class CompressionService:
             if self.stable is not None:
                 self.stable.record_sent(ctx, texts, self.estimate.chars_per_token(ctx.tenant))
             return texts
-        sizes = self.estimate.sizes(ctx.tenant, texts, self._visible(ctx.tenant))
+        sizes = self.estimate.sizes(ctx.tenant, texts, self._visible(ctx.tenant, texts))
         new_texts, ended = await self._shrink(ctx, texts, question, rate, sizes)
         if self.stable is not None:
             self.stable.record_sent(ctx, new_texts, sizes.chars_per_token)
@@ -193,16 +193,17 @@ class CompressionService:
             return await asyncio.to_thread(self._partition, texts, tenant)
         return self._partition(texts, tenant)
 
-    def _visible(self, tenant: str):
-        """One document's visible characters, counted once while the analyses keep it."""
+    def _visible(self, tenant: str, texts: list[str]) -> tuple[int, ...] | None:
+        """Each document's visible characters, counted once while the analyses keep it."""
         memo = self.analyses
-        return None if memo is None else lambda t: memo.get("visible", tenant, t, visible_in)
+        return None if memo is None else memo.each("visible", tenant, texts, visible_in)
 
     def _partition(self, texts: list[str], tenant: str) -> list[int]:
         memo = self.analyses
         if memo is None:
             return partition_verbatim(texts)
-        return [i for i, t in enumerate(texts) if not memo.get("opaque", tenant, t, is_opaque)]
+        opaque = memo.each("opaque", tenant, texts, is_opaque)
+        return [i for i, flag in enumerate(opaque) if not flag]
 
     async def _compress(
         self, ctx, texts: list[str], question: str, rate: float, choice: Choice, sizes: Sizes

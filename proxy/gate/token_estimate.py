@@ -89,7 +89,8 @@ class TokenEstimate:
         return clamp(statistics.median(r for r, _ in samples), *BAND)
 
     def sizes(
-        self, tenant: str, texts: Sequence[str], visible: Callable[[str], int] | None = None
+        self, tenant: str, texts: Sequence[str], visible: Sequence[int] | None = None
     ) -> Sizes:
-        """`visible`: one text's visible characters (a memo of them; default: counted)."""
-        return Sizes(tuple(map(visible or visible_in, texts)), self.chars_per_token(tenant))
+        """`visible`: each text's visible characters (a memo's; default: counted now)."""
+        counts = tuple(map(visible_in, texts)) if visible is None else tuple(visible)
+        return Sizes(counts, self.chars_per_token(tenant))

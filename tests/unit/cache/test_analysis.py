@@ -90,3 +90,18 @@ def test_a_sets_names_are_one_lookup_and_a_new_set_reuses_its_seen_documents():
     assert other == names[1:] + [document_digest("a new one")]
     assert analyses.misses == misses + 2  # the set, and its one new document
     assert document_names(analyses, "u", docs) == names and analyses.misses == misses + 8
+
+
+def test_each_is_one_lookup_for_a_recurring_set_and_per_text_for_a_new_one():
+    memo, calls = DocumentAnalyses(), []
+
+    def length(text):
+        calls.append(text)
+        return len(text)
+
+    assert memo.each("len", "t", ["ab", "abc"], length) == (2, 3)
+    hits = memo.hits
+    assert memo.each("len", "t", ["ab", "abc"], length) == (2, 3) and memo.hits == hits + 1
+    assert memo.each("len", "t", ["abc", "abcd"], length) == (3, 4)
+    assert calls == ["ab", "abc", "abcd"]  # "abc" was computed once, for the first set
+    assert memo.each("len", "u", ["ab"], length) == (2,) and calls[-1] == "ab"  # per tenant
