@@ -15,6 +15,7 @@ over memoized features runs on the loop (features.py `FeaturePath.inline`).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import statistics
 import time
 from collections import deque
@@ -88,12 +89,7 @@ class CompressionEngine:
         except Exception:  # noqa: BLE001 - the gate keeps its prior
             return None
         ms = (time.perf_counter() - start) * 1000  # the hand-off to the worker and back too
-        before, after = sum(e.tokens_before for e in entries), sum(e.tokens_after for e in entries)
-        return Outcome(tuple(e.text for e in entries), before, after, hits=0, misses=len(docs),
-                       ms=ms, work_ms=timing.get("work_ms", 0.0),
-                       wait_ms=timing.get("wait_ms", 0.0),
-                       question_ms=timing.get("question_ms", 0.0),
-                       fresh=tuple(range(len(docs))), fresh_tokens=before)  # fmt: skip
+        return Outcome.of(entries, range(len(docs)), ms, timing, in_flight=1)
 
     @property
     def name(self) -> str:
@@ -129,19 +125,21 @@ class CompressionEngine:
         return self._backlog_chars * per_char / self.workers
 
     async def compress(self, documents: Sequence[str], question: str, rate: float,
-                       tenant: str = "") -> Outcome:  # fmt: skip
-        """`tenant` scopes the memo: one tenant's entries never serve another."""
+                       tenant: str = "", memo: bool = True) -> Outcome:  # fmt: skip
+        """`tenant` scopes the memo: one tenant's entries never serve another. `memo`
+        False: a question-aware compressor's output memo is neither read nor written (a
+        form's check of a new question: docs/decisions/0001-request-path-at-gpu-speed.md)."""
         if self.state == "loading":
             raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
         timing: dict[str, float] = {}
         in_flight = self.in_flight()
-        entries, missing = await self._resolve(documents, question, rate, timing, tenant)
+        entries, missing = await self._resolve(documents, question, rate, timing, tenant, memo)
         ms = (time.perf_counter() - start) * 1000
         return Outcome.of(entries, missing, ms, timing, in_flight)
 
     async def _resolve(self, documents: Sequence[str], question: str, rate: float,
-                       timing: dict[str, float], tenant: str):  # fmt: skip
+                       timing: dict[str, float], tenant: str, memo: bool = True):  # fmt: skip
         """Each document's entry, and which were computed now. A small seen set is
         computed on the loop (features.py `inline`), for less than a memo round trip:
         neither looked up nor stored. Else the memo, then a job for its misses (all of
@@ -153,9 +151,13 @@ class CompressionEngine:
             return _entries(
                 self._job(documents, question, rate, timing, blobs, tenant)()
             ), everything
-        names = document_names(self.analyses, tenant, documents)
-        keys = self.memo.keys(self.fingerprint(rate), names, self._scope(names, question), tenant)
-        entries = await self.memo.get(keys)
+        keys: list[str] | None = None
+        entries: list[MemoEntry | None] = [None] * len(documents)
+        if memo or not self.compressor.question_aware:  # else keyed by an unseen question
+            names = document_names(self.analyses, tenant, documents)
+            scope = self._scope(names, question)
+            keys = self.memo.keys(self.fingerprint(rate), names, scope, tenant)
+            entries = await self.memo.get(keys)
         missing = [i for i, e in enumerate(entries) if e is None]
         if missing and self.compressor.question_aware:
             missing = everything
@@ -165,7 +167,8 @@ class CompressionEngine:
                                       tenant, known)  # fmt: skip
             for i, entry in zip(missing, fresh, strict=True):
                 entries[i] = entry
-            self.memo.put_later([keys[i] for i in missing], fresh)  # off the request path
+            if keys is not None:  # off the request path
+                self.memo.put_later([keys[i] for i in missing], fresh)
         return entries, missing  # type: ignore[return-value]
 
     def in_flight(self) -> int:  # compressions a new one would share the CPUs with, itself too
@@ -292,8 +295,5 @@ def _entries(result) -> list[MemoEntry]:
 
 
 def _set_torch_threads(n: int) -> None:
-    try:
-        import torch
-    except ImportError:  # compressors without torch
-        return
-    torch.set_num_threads(n)
+    if importlib.util.find_spec("torch") is not None:  # compressors without torch: none
+        importlib.import_module("torch").set_num_threads(n)

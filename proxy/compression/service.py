@@ -221,7 +221,10 @@ class CompressionService:
             # a check selects by score margin: what the question needs, not
             # half of every document, so a grown form gains sentences that matter
             asked = AUTO if rate == AUTO or choice.kind == "check" else decision.rate
-            outcome = await self.engine.compress(texts, question, asked, ctx.tenant)
+            # a new question against a form: its output would be read back only for the
+            # same question, which the form records as asked (no job then)
+            memo = choice.kind != "check"
+            outcome = await self.engine.compress(texts, question, asked, ctx.tenant, memo)
         except Exception as exc:  # noqa: BLE001 - busy, timeout, crash: fails open
             reason = failure_reason(exc)
             log.warning(

@@ -48,6 +48,22 @@ def test_question_aware_share_one_budget_and_scope():
     asyncio.run(scenario())
 
 
+def test_without_the_memo_a_question_aware_job_neither_reads_nor_writes_it():
+    async def scenario():
+        e = engine(Pooled())
+        await e.compress(DOCS, "q1", 0.5)
+        again = await e.compress(DOCS, "q1", 0.5, memo=False)
+        assert again.misses == 2  # not read: computed again
+        await e.compress(DOCS, "q2", 0.5, memo=False)
+        await until(lambda: not e.memo._landing)
+        assert (await e.compress(DOCS, "q2", 0.5)).misses == 2  # not written either
+        agnostic = engine(HalfWords())
+        await agnostic.compress(DOCS, "q1", 0.5)
+        assert (await agnostic.compress(DOCS, "q2", 0.5, memo=False)).hits == 2  # per chunk
+
+    asyncio.run(scenario())
+
+
 class Gated(HalfWords):
     """Blocks in the worker until the test releases it (no sleeps, no races)."""
 
