@@ -112,6 +112,14 @@ def grow(form: Sequence[str], fresh: Sequence[str], read: Reader = sentences_of)
     return Growth(tuple(texts), added, len(addition))
 
 
+def own_length(text: str) -> int:
+    """How much of a form's text is its own: the characters before its first group of
+    added sentences (all of them when it has none). Growth only appends, so this part,
+    and every byte before it, stays the same across a form's generations."""
+    found = _MARKER.search(text)
+    return found.start() if found else len(text)
+
+
 def _present(form: Sequence[str], read: Reader) -> list[frozenset[str]]:
     """Each document's sentences in the form: its own text's, and its added group's
     (parsed back from the last non-empty text's markers)."""

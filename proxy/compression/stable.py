@@ -37,7 +37,7 @@ from typing import NamedTuple
 from cache.analysis import DocumentAnalyses, document_names
 from cache.stable_forms import MAX_GENERATIONS, FormKey, StableForm, StableForms
 from cache.writes import BackgroundWrites
-from compressors.stable_growth import Reader, grow, sentences_of
+from compressors.stable_growth import Reader, grow, own_length, sentences_of
 from proxy.compression.cache_view import CacheView
 from proxy.context import CachePlan
 from proxy.gate.decide import CostGate
@@ -218,11 +218,12 @@ class StableCompression:
 
 
 def _head(text: str, texts: Sequence[str], start: int) -> int:
-    """Where the documents `texts` end in `text` (0: not found): the part of a prompt
-    that recurs across a conversation's turns, whose chain the view keeps."""
+    """Where the documents `texts` end in `text`, less a form's added sentences (0: not
+    found): the part of a prompt that recurs across a conversation's turns and a form's
+    generations, whose chain the view keeps."""
     last = next((t for t in reversed(texts) if t), "")
     at = text.rfind(last, start) if last else -1
-    return at + len(last) if at >= 0 else 0
+    return at + own_length(last) if at >= 0 else 0
 
 
 def _partition(ctx) -> str:

@@ -7,9 +7,10 @@ from cache.analysis import DocumentAnalyses
 from cache.forwarded import ForwardedRecord
 from cache.stable_forms import StableForm, StableForms
 from cache.store import MemoryStore
+from compressors.stable_growth import marker
 from proxy.backends.endpoint import EndpointPool
 from proxy.compression.cache_view import CacheView
-from proxy.compression.stable import Prices, StableCompression
+from proxy.compression.stable import Prices, StableCompression, _head
 from proxy.context import RequestContext
 from proxy.gate.decide import CostGate
 from proxy.metrics import Metrics
@@ -170,3 +171,21 @@ async def test_follow_ups_hash_their_documents_blocks_once_and_chain_the_same():
             misses = analyses.misses
     assert analyses.misses == misses  # the later turns computed no analysis: the head's
     assert sum(key[1].startswith("chain:") for key in analyses._values) == 1  # chain kept
+
+
+def test_a_forms_generations_share_the_chain_of_its_own_text():
+    """Growth appends after the form's last document: the head kept for the view ends
+    before the first added group, so every generation (and what is sent) hits it."""
+    analyses = DocumentAnalyses()
+    view = make(analyses=analyses).view
+    own = [d * 2 for d in DOCS]
+    added = ""
+    for generation in range(3):
+        added += marker(generation % 3) + f"Added sentence {generation}."
+        texts = own[:-1] + [own[-1] + added]
+        text = "system\x1f" + SYSTEM + "\n\n".join(texts) + "\x1euser\x1fWhich?\x1e"
+        head = _head(text, texts, 0)
+        assert head == text.index(own[-1]) + len(own[-1])
+        blocks = view.blocks("a", text, "p", 4.0, head)
+        assert blocks == view.record.blocks("a", text, 16, partition="p", chars_per_token=4.0)
+    assert sum(key[1].startswith("chain:") for key in analyses._values) == 1
