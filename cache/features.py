@@ -55,11 +55,17 @@ class FeatureCache:
         self.on_write = on_write or (lambda n: None)
 
     async def get_many(
-        self, fingerprint: str, documents: Sequence[str], tenant: str = ""
+        self,
+        fingerprint: str,
+        documents: Sequence[str],
+        tenant: str = "",
+        keys: Sequence[str] | None = None,
     ) -> list[bytes | None]:
         """`documents`: the texts, or their names (the proxy passes digests:
-        cache/analysis.py `document_names`); a caller keeps to one."""
-        keys = [feature_key(fingerprint, d, tenant) for d in documents]
+        cache/analysis.py `document_names`); a caller keeps to one. `keys`: their
+        `feature_key`s when the caller keeps them (a recurring set's, memoized)."""
+        if keys is None:
+            keys = [feature_key(fingerprint, d, tenant) for d in documents]
         found = [self.local.get(k) for k in keys]
         ask = [i for i, v in enumerate(found) if v is None]
         if ask and self.store is not None:

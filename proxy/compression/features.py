@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 
 from cache.analysis import DocumentAnalyses, document_names
-from cache.features import FeatureCache
+from cache.features import FeatureCache, feature_key
 from compressors import ChunkFeatures, FeatureCompressor, decode_features, encode_features
 from compressors.features import readable
 
@@ -48,7 +48,13 @@ class FeaturePath:
 
     async def fetch(self, documents: Sequence[str], tenant: str) -> list[bytes | None]:
         names = document_names(self.analyses, tenant, documents)  # the keys' one hash each
-        return await self.cache.get_many(self.fingerprint, names, tenant)
+        keys = None
+        if self.analyses is not None:  # a recurring set's keys: one lookup, no hashing
+            fp = self.fingerprint
+            keys = self.analyses.each(
+                f"feature-key:{fp}", tenant, names, lambda n: feature_key(fp, n, tenant)
+            )
+        return await self.cache.get_many(self.fingerprint, names, tenant, keys)
 
     async def seen(self, documents: Sequence[str], tenant: str) -> int:
         return sum(b is not None for b in await self.fetch(documents, tenant))
