@@ -88,6 +88,16 @@ class Accounting:
         self.metrics = metrics
         self.known = labelled_tenants(tenancy)  # for metric labels only
         self.clock = clock
+        self._day: tuple[int, dict[str, tuple[str, float]]] | None = None
+
+    def periods(self) -> dict[str, tuple[str, float]]:
+        """`periods` of now, formatted once per UTC day (a datetime and two strftime per
+        request were ~2 % of a plain chat's CPU here)."""
+        now = self.clock()
+        day = int(now // 86_400)  # Unix time has no leap seconds: a UTC day is 86,400 s
+        if self._day is None or self._day[0] != day:
+            self._day = (day, periods(now))
+        return self._day[1]
 
     async def record(self, tenant: str, entry: dict[str, int], model: str = "") -> None:
         """Add one answered request's ledger entry (proxy/tenancy/ledger.py `entry_of`)."""
@@ -100,13 +110,13 @@ class Accounting:
         m.tenant_computed_tokens.labels(label).inc(entry["computed_tokens"])
         m.tenant_completion_tokens.labels(label).inc(entry["completion_tokens"])
         fields = with_model(entry, model) if model else entry
-        for part, ttl in periods(self.clock()).values():
+        for part, ttl in self.periods().values():
             await self.store.hincr(f"usage:{tenant}:{part}", fields, ttl)
 
     async def totals(self, tenant: str) -> dict[str, Any]:
         """Today's and this month's totals for one tenant, with their costs."""
         out: dict[str, Any] = {"tenant": tenant}
-        for name, (part, _) in periods(self.clock()).items():
+        for name, (part, _) in self.periods().items():
             raw = await self.store.hgetall(f"usage:{tenant}:{part}")
             totals, models = split_models(raw)
             out[name] = totals | self._costs(totals) | {"models": models}

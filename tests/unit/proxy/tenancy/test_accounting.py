@@ -25,6 +25,17 @@ def test_periods_are_utc_day_and_month_with_their_ttls():
     assert periods(now + 1)["month"][0] == "month:2027-01"
 
 
+def test_an_accountings_periods_turn_at_midnight_utc_and_are_formatted_once_a_day():
+    times = [datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()]
+    clock = lambda: times[0]  # noqa: E731
+    acc = Accounting(MemoryStore(), AccountingSettings(), TENANCY, Metrics(), clock=clock)
+    first = acc.periods()
+    assert first == periods(times[0]) and acc.periods() is first  # formatted once
+    times[0] += 1
+    assert acc.periods()["today"][0] == "day:2027-01-01" == periods(times[0])["today"][0]
+    assert acc.periods()["month"][0] == "month:2027-01"
+
+
 def test_labels_are_bounded_to_configured_tenants():
     known = known_tenants(TENANCY)
     assert known == {"acme", "globex"}
