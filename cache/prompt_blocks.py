@@ -105,10 +105,10 @@ def prompt_blocks(
         per_block, kind = float(block_size), "ids"
     seed = hash((salt, kind, block_size, tenant, partition))
     lead = min(head, len(data)) // width if heads is not None and kind == "text" else 0
-    if lead < MIN_HEAD_BLOCKS:
+    if heads is None or lead < MIN_HEAD_BLOCKS:
         return Blocks(tenant, _chain(seed, data, width, count), hittable, per_block, kind == "ids")
     make = lambda text: Head(_chain(seed, text, width, lead))  # noqa: E731
-    known = heads(f"chain:{seed}", data[: lead * width], make)  # type: ignore[index]
+    known = heads(f"chain:{seed}", data[: lead * width], make)  # type: ignore[arg-type]
     hashes = known.hashes + _chain(known.hashes[-1], data, width, count, lead)
     return Blocks(tenant, hashes, hittable, per_block, False)
 

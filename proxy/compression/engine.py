@@ -15,7 +15,7 @@ over memoized features runs on the loop (features.py `FeaturePath.inline`).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import contextlib
 import statistics
 import time
 from collections import deque
@@ -126,9 +126,8 @@ class CompressionEngine:
 
     async def compress(self, documents: Sequence[str], question: str, rate: float,
                        tenant: str = "", memo: bool = True) -> Outcome:  # fmt: skip
-        """`tenant` scopes the memo: one tenant's entries never serve another. `memo`
-        False: a question-aware compressor's output memo is neither read nor written (a
-        form's check of a new question: docs/decisions/0001-request-path-at-gpu-speed.md)."""
+        """`tenant` scopes the memo: one tenant's entries never serve another. `memo=False`:
+        a question-aware compressor's output memo is neither read nor written (decision 0001)."""
         if self.state == "loading":
             raise CompressionBusy("the compressor is still loading")
         start = time.perf_counter()
@@ -148,9 +147,8 @@ class CompressionEngine:
         everything = list(range(len(documents)))
         if blobs is not None and self.state == "ready" and self.features.inline(documents, blobs):
             timing["seen"] = len(documents)
-            return _entries(
-                self._job(documents, question, rate, timing, blobs, tenant)()
-            ), everything
+            job = self._job(documents, question, rate, timing, blobs, tenant)
+            return _entries(job()), everything
         keys: list[str] | None = None
         entries: list[MemoEntry | None] = [None] * len(documents)
         if memo or not self.compressor.question_aware:  # else keyed by an unseen question
@@ -295,5 +293,7 @@ def _entries(result) -> list[MemoEntry]:
 
 
 def _set_torch_threads(n: int) -> None:
-    if importlib.util.find_spec("torch") is not None:  # compressors without torch: none
-        importlib.import_module("torch").set_num_threads(n)
+    with contextlib.suppress(ImportError):  # compressors without torch
+        import torch
+
+        torch.set_num_threads(n)
